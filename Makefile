@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rrxe: see README.md. The two commands a user needs are `make run` and `make check`;
+# both install what is missing and build what is stale first.
+
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+export LIBCLANG_PATH := /usr/lib/llvm-19/lib
+
+VARIANT ?= release
+KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
+KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
+
+.PHONY: all deps kernel module run check test-host lint clean
+
+all: module
+
+deps:
+	@scripts/deps.sh
+
+kernel: deps
+	@scripts/kernel.sh build $(VARIANT) >/dev/null
+
+# The module is built against one kernel at a time: a build for the other variant starts clean.
+module: kernel
+	@if [ -f .module-kdir ] && [ "$$(cat .module-kdir)" != "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
+	@echo "$(KDIR)" > .module-kdir
+	+$(KMAKE) modules
+
+# Host-side checks of the sans-IO transport core and the module's lint gate.
+test-host: deps
+	cargo test --quiet
+
+lint: kernel
+	@scripts/lint.sh $(VARIANT)
+
+run: deps
+	@scripts/run.sh
+
+check: deps
+	@scripts/check.sh
+
+clean:
+	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
+	rm -f .module-kdir
+	cargo clean 2>/dev/null || true

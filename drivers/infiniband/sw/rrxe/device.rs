@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rrxe device: one RoCEv2 CA with one port over an Ethernet netdev.
+
+use crate::glue::bindings as b;
+use crate::glue::netdev::NetDevice;
+use crate::glue::rdma::{
+    ibdev_print, Device, DeviceAttr, Driver, LinkLayer, PortAttr, PortEvent, PortImmutable,
+};
+use crate::params;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::types::ARef;
+
+/// The only port of an rrxe device (IBA numbers CA ports from 1).
+pub(crate) const PORT: u32 = 1;
+
+/// The rrxe driver.
+pub(crate) struct Rrxe;
+
+/// State of one rrxe device.
+pub(crate) struct RrxeDevice {
+    netdev: ARef<NetDevice>,
+    /// EUI-64 from the netdev's MAC (IBA 4.1.1: the GUID is an EUI-64).
+    guid: u64,
+    /// Whether the port was last reported active, so events go out on transitions only.
+    port_active: AtomicBool,
+}
+
+/// State of one user context.
+pub(crate) struct RrxeUContext;
+
+impl RrxeDevice {
+    /// Device state for a new device over `netdev`.
+    pub(crate) fn new(netdev: &NetDevice) -> Self {
+        Self {
+            netdev: netdev.into(),
+            guid: eui64_from_mac(netdev.mac()),
+            port_active: AtomicBool::new(port_is_active(netdev)),
+        }
+    }
+
+    /// The node GUID.
+    pub(crate) fn guid(&self) -> u64 {
+        self.guid
+    }
+}
+
+fn port_is_active(netdev: &NetDevice) -> bool {
+    netdev.is_running() && netdev.has_carrier()
+}
+
+/// Modified EUI-64 from a MAC (RFC 4291 appendix A), as the RDMA core and rdma_rxe derive
+/// node GUIDs: insert FF:FE in the middle and flip the universal/local bit.
+fn eui64_from_mac(mac: [u8; 6]) -> u64 {
+    u64::from_be_bytes([
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ])
+}
+
+/// The largest IB MTU whose packets fit in an Ethernet frame of `mtu` bytes (IBA 9.6.1.1.1
+/// path MTU values; RoCE headers counted as `params::ROCE_OVERHEAD`).
+fn ib_mtu_for(mtu: u32) -> u32 {
+    let room = mtu.saturating_sub(params::ROCE_OVERHEAD);
+    match room {
+        4096.. => b::ib_mtu_IB_MTU_4096,
+        2048.. => b::ib_mtu_IB_MTU_2048,
+        1024.. => b::ib_mtu_IB_MTU_1024,
+        512.. => b::ib_mtu_IB_MTU_512,
+        // IBA's smallest MTU; a netdev this small cannot carry RoCE at all, and the port
+        // reports it rather than an invalid value.
+        _ => b::ib_mtu_IB_MTU_256,
+    }
+}
+
+/// Re-evaluates the port of `dev` after a netdev event and reports a change of state.
+pub(crate) fn update_port_state(dev: &Device<Rrxe>) {
+    let data = dev.data();
+    let active = port_is_active(&data.netdev);
+    if data.port_active.swap(active, Ordering::AcqRel) == active {
+        return;
+    }
+    if active {
+        ibdev_print!(dev, Info, "port {} active on {}", PORT, data.netdev.name());
+        dev.dispatch_port_event(PORT, PortEvent::Active);
+    } else {
+        ibdev_print!(dev, Info, "port {} down on {}", PORT, data.netdev.name());
+        dev.dispatch_port_event(PORT, PortEvent::Error);
+    }
+}
+
+#[vtable]
+impl Driver for Rrxe {
+    type Data = RrxeDevice;
+    type UContext = RrxeUContext;
+
+    const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
+    const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
+    const NODE_DESC: &'static [u8] = params::NODE_DESC;
+
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr) -> Result {
+        *attr = DeviceAttr {
+            sys_image_guid: dev.data().guid.to_be(),
+            vendor_id: params::VENDOR_ID,
+            // Userspace may unregister the device with `rdma link delete`.
+            kernel_cap_flags: u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG),
+            device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
+                | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID)
+                as u64,
+            max_pkeys: params::PKEY_TABLE_LEN,
+            local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
+            ..Default::default()
+        };
+        Ok(())
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
+        if port != PORT {
+            return Err(EINVAL);
+        }
+        let netdev = &dev.data().netdev;
+        let active = port_is_active(netdev);
+        *attr = PortAttr {
+            subnet_prefix: params::SUBNET_PREFIX,
+            state: if active {
+                b::ib_port_state_IB_PORT_ACTIVE
+            } else {
+                b::ib_port_state_IB_PORT_DOWN
+            },
+            // IBA 14.2.5.6 PortInfo:PortPhysicalState: LinkUp with a link, Polling while the
+            // port is enabled and waits for one, Disabled when administratively down.
+            phys_state: if active {
+                b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP
+            } else if netdev.is_admin_up() {
+                b::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING
+            } else {
+                b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED
+            } as u8,
+            max_mtu: b::ib_mtu_IB_MTU_4096,
+            active_mtu: ib_mtu_for(netdev.mtu()),
+            phys_mtu: netdev.mtu(),
+            gid_tbl_len: params::GID_TABLE_LEN,
+            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+            max_msg_sz: params::MAX_MSG_SIZE,
+            pkey_tbl_len: params::PKEY_TABLE_LEN,
+            // One data VL (IBA 14.2.5.6 VLCap encoding: 1 = VL0).
+            max_vl_num: 1,
+            ..Default::default()
+        };
+        dev.eth_speed(port, &mut attr.active_speed, &mut attr.active_width)
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        if port != PORT || index >= params::PKEY_TABLE_LEN {
+            return Err(EINVAL);
+        }
+        Ok(b::RRXE_IB_DEFAULT_PKEY_FULL)
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: u32, immutable: &mut PortImmutable) -> Result {
+        if port != PORT {
+            return Err(EINVAL);
+        }
+        *immutable = PortImmutable {
+            // RoCEv2 only: packets are UDP/IP encapsulated, GIDs are IP addresses.
+            core_cap_flags: b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+            pkey_tbl_len: params::PKEY_TABLE_LEN.into(),
+            gid_tbl_len: params::GID_TABLE_LEN,
+            max_mad_size: b::RRXE_IB_MGMT_MAD_SIZE as u32,
+        };
+        Ok(())
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>) -> Result<RrxeUContext> {
+        Ok(RrxeUContext)
+    }
+}

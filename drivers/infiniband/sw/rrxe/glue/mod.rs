@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel glue: safe wrappers over the C APIs rrxe calls.
+//!
+//! This is the only layer with `unsafe`. Every wrapper states the C contract it relies on in
+//! a `// SAFETY:` comment; the driver above it is ordinary safe Rust.
+
+pub(crate) mod bindings;
+pub(crate) mod global;
+pub(crate) mod netdev;
+pub(crate) mod rdma;

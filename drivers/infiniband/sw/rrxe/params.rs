@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Limits and identities rrxe reports to the RDMA core and to userspace.
+//!
+//! Object counts are those the object model implements: a verb that does not exist yet
+//! reports zero objects rather than a limit nobody enforces.
+
+/// IBA 14.2.5.1 (NodeInfo): vendors without an IEEE OUI report 0xFFFFFF.
+pub(crate) const VENDOR_ID: u32 = 0x00ff_ffff;
+
+/// Node description in `/sys/class/infiniband/<dev>/node_desc`.
+pub(crate) const NODE_DESC: &[u8] = b"rrxe";
+
+/// rdma-core's rxe provider binds to devices reporting RDMA_DRIVER_RXE and ABI version 2.
+pub(crate) const UVERBS_ABI_VERSION: u32 = 2;
+
+/// Size of the GID table: one entry per IPv4/IPv6 address of the netdev (and of its VLAN
+/// uppers), kept by the RDMA core's RoCE GID management.
+pub(crate) const GID_TABLE_LEN: i32 = 1024;
+
+/// RoCE has one partition: the default P_Key, full membership (IBA 10.9.1.1).
+pub(crate) const PKEY_TABLE_LEN: u16 = 1;
+
+/// IBA 9.4 bounds a message at 2^31 bytes.
+pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// IBA 14.2.5.6: 4.096 us * 2^15 ~ 134 ms, the ack delay a software transport can promise
+/// under load; the CM uses it in its timeout arithmetic.
+pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
+
+/// The default subnet prefix; RoCEv2 GIDs carry IP addresses, but the field is reported.
+pub(crate) const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// Bytes a RoCEv2 packet adds around its payload in the worst case, as the RDMA core's
+/// `iboe_get_mtu` counts them: GRH-sized IP header (40), UDP (8), BTH (12), XRCETH (4),
+/// AtomicETH (28) and ICRC (4).
+pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;

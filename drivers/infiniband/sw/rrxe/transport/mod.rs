@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sans-IO RoCEv2 transport core.
+//!
+//! Pure functions and plain data describing the InfiniBand transport layer
+//! (IBA Volume 1, chapter 9) as carried over UDP by RoCEv2 (IBA Annex A17).
+//! Nothing here touches sockets, memory regions, timers or locks: callers
+//! feed bytes and state in and get decisions and bytes out. The same sources
+//! are built into the kernel module and, through `lib.rs`, on the host for
+//! `cargo test`, which is why sibling modules are only ever named through
+//! `super::` and why neither `std` nor `alloc` is used outside tests.
+
+pub mod aeth;
+pub mod headers;
+pub mod icrc;
+pub mod opcode;
+pub mod packet;
+pub mod psn;
+pub mod timer;

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Everything bindgen generates Rust bindings for (drivers/infiniband/sw/rrxe/glue/bindings.rs).
+ * Only the kernel-glue layer uses them.
+ */
+#include <linux/device.h>
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/mm.h>
+#include <linux/netdevice.h>
+#include <linux/notifier.h>
+#include <linux/printk.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/uverbs_ioctl.h>
+#include <uapi/rdma/ib_user_ioctl_verbs.h>
+#include <uapi/rdma/rdma_user_rxe.h>
+
+#include "rrxe_shim.h"
+
+/* Constants bindgen cannot see through macros. */
+/*
+ * The uverbs ABI version of rdma_rxe (drivers/infiniband/sw/rxe/rxe.h, not a uapi header):
+ * rdma-core's rxe provider binds to devices that report it.
+ */
+const u32 RRXE_RXE_UVERBS_ABI_VERSION = 2;
+const u16 RRXE_IB_DEFAULT_PKEY_FULL = IB_DEFAULT_PKEY_FULL;
+const int RRXE_IB_MGMT_MAD_SIZE = IB_MGMT_MAD_SIZE;
+const unsigned int RRXE_ARPHRD_ETHER = ARPHRD_ETHER;
+const unsigned int RRXE_IFF_UP = IFF_UP;
+const int RRXE_EOPNOTSUPP = EOPNOTSUPP;

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# Boots the rrxe kernel in one QEMU VM, or two joined by a wire, and runs commands in them.
+# See Documentation/rrxe/vm.rst.
+#
+#   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
+#                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
+#                 [--ignore-splat REGEX]... [--pcap FILE] [--two]
+#                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND']
+#   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
+#
+# The command's output goes to stdout (prefixed [a] / [b] with --two), the harness's own
+# messages to stderr. Exit status: the command's (with --two: A's if it failed, else B's);
+# 124 if a VM timed out; 125 if a VM ended without a status (crash, panic, QEMU failure);
+# 99 if the commands succeeded but a kernel log has a splat (unless --allow-splat).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=scripts/vm-lib.sh
+. "$here/vm-lib.sh"
+
+usage() {
+	sed -n '5,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+die() {
+	echo "vm.sh: $*" >&2
+	exit 2
+}
+
+variant=release
+out=
+timeout=
+modules=()
+envs=()
+pcap=
+two=0
+cmd=true
+cmd_b=true
+allow_splat=0
+ignore=()
+check=0
+
+while (($#)); do
+	case "$1" in
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat)
+		(($# >= 2)) || die "$1 needs an argument"
+		;;
+	esac
+	case "$1" in
+	--variant) variant=$2 ;;
+	--out) out=$2 ;;
+	--timeout) timeout=$2 ;;
+	--module) modules+=("$2") ;;
+	--env) envs+=("$2") ;;
+	--pcap) pcap=$2 ;;
+	--cmd) cmd=$2 ;;
+	--cmd-b) cmd_b=$2 ;;
+	--ignore-splat) ignore+=(-i "$2") ;;
+	--two)
+		two=1
+		shift
+		continue
+		;;
+	--allow-splat)
+		allow_splat=1
+		shift
+		continue
+		;;
+	--check-dmesg)
+		check=1
+		shift
+		continue
+		;;
+	-h | --help) usage ;;
+	*)
+		((check)) && break
+		die "unknown argument '$1' (see --help)"
+		;;
+	esac
+	shift 2
+done
+
+if ((check)); then
+	(($#)) || die "--check-dmesg needs files"
+	for f in "$@"; do [ -f "$f" ] || die "no such file: $f"; done
+	rrxe_check_splats "${ignore[@]}" -- "$@"
+	exit
+fi
+
+case "$variant" in release | debug) ;; *) die "unknown variant '$variant' (release or debug)" ;; esac
+if [ -z "$timeout" ]; then
+	if [ "$variant" = debug ]; then timeout=900; else timeout=300; fi
+fi
+[[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a positive number of seconds"
+[ -z "$pcap" ] || ((two)) || die "--pcap needs --two (a single VM has no wire)"
+for m in "${modules[@]}"; do
+	[ -f "$m" ] || die "no such module: $m"
+	case "$m" in *.ko) ;; *) die "not a .ko file: $m" ;; esac
+done
+for e in "${envs[@]}"; do
+	[[ "$e" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env wants NAME=VALUE, not '$e'"
+done
+case "$repo" in *[[:space:]]*) die "the checkout's path ($repo) must not contain white space" ;; esac
+[ -x "$here/vm-init.sh" ] || die "$here/vm-init.sh is not executable"
+
+kdir=$("$here/kernel.sh" build "$variant")
+release=$(<"$kdir/kernelrelease")
+bzimage=$kdir/arch/x86/boot/bzImage
+[ -f "$bzimage" ] || die "no kernel image at $bzimage"
+[ -d "$kdir/modroot/lib/modules/$release" ] || die "no modules at $kdir/modroot/lib/modules/$release"
+
+if [ -n "$out" ]; then
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+else
+	out=$(mktemp -d "${TMPDIR:-/tmp}/rrxe-vm.XXXXXX")
+fi
+case "$out" in *,* | *[[:space:]]*) die "the results directory ($out) must not contain commas or white space" ;; esac
+rm -rf "$out/.rrxe"
+rm -f "$out"/[ab].{out,status,times,dmesg,kmemleak,console,qemu.log} "$out/console.log"
+mkdir -p "$out/.rrxe/extra"
+for m in "${modules[@]}"; do
+	cp "$m" "$out/.rrxe/extra/"
+done
+if [ -n "$pcap" ]; then
+	mkdir -p "$(dirname "$pcap")"
+	pcap=$(cd "$(dirname "$pcap")" && pwd)/$(basename "$pcap")
+	case "$pcap" in *,*) die "the pcap path must not contain commas" ;; esac
+	rm -f "$pcap"
+fi
+
+sides=(a)
+((two)) && sides=(a b)
+declare -A ip4=([a]=198.18.0.1 [b]=198.18.0.2) ip6=([a]=2001:db8::1 [b]=2001:db8::2)
+declare -A mac=([a]=02:00:c6:12:00:01 [b]=02:00:c6:12:00:02)
+declare -A command=([a]=$cmd [b]=$cmd_b)
+declare -A peer=([a]=b [b]=a)
+
+for s in "${sides[@]}"; do
+	{
+		printf 'RRXE_%s=%q\n' TWO "$two" REPO "$repo" KDIR "$kdir" RELEASE "$release" \
+			VARIANT "$variant" TIMEOUT "$timeout" CMD "${command[$s]}" \
+			LOCAL_IP4 "${ip4[$s]}" LOCAL_IP6 "${ip6[$s]}" \
+			PEER_IP4 "${ip4[${peer[$s]}]}" PEER_IP6 "${ip6[${peer[$s]}]}"
+		printf 'RRXE_ENV=('
+		for e in "${envs[@]}"; do printf ' %q' "$e"; done
+		printf ' )\n'
+	} >"$out/.rrxe/$s.env"
+	: >"$out/$s.out"
+done
+((two)) || ln -s a.console "$out/console.log"
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+qemu_args() {
+	local s=$1 port=$2
+	local append="console=ttyS0 root=/dev/root rootfstype=9p"
+	append+=" rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro"
+	append+=" init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on"
+	args=(
+		qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G
+		-nodefaults -no-user-config -nic none -display none -no-reboot
+		-serial "file:$out/$s.console"
+		-kernel "$bzimage" -append "$append"
+		-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=root,mount_tag=/dev/root"
+		-fsdev "local,id=results,path=$out,security_model=none"
+		-device "virtio-9p-pci,fsdev=results,mount_tag=results"
+	)
+	if ((two)); then
+		if [ "$s" = a ]; then
+			args+=(-netdev "socket,id=w0,listen=127.0.0.1:$port")
+			[ -z "$pcap" ] || args+=(-object "filter-dump,id=f0,netdev=w0,file=$pcap")
+		else
+			args+=(-netdev "socket,id=w0,connect=127.0.0.1:$port")
+		fi
+		args+=(-device "virtio-net-pci,netdev=w0,mac=${mac[$s]}")
+	fi
+}
+
+declare -A qpid=() done_=() rc=()
+tails=()
+
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+	local s
+	for s in "${!qpid[@]}"; do
+		[ -n "${done_[$s]:-}" ] || kill -KILL "${qpid[$s]}" 2>/dev/null || true
+	done
+	for s in "${tails[@]}"; do
+		kill "$s" 2>/dev/null || true
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Copies the growing SIDE.out to stdout until the VM's QEMU is gone (tail's --pid reads
+# the file once more after that).
+follow() {
+	local s=$1
+	if ((two)); then
+		tail -n +1 -s 0.3 --pid="${qpid[$s]}" -F "$out/$s.out" 2>/dev/null | sed -u "s/^/[$s] /" &
+	else
+		tail -n +1 -s 0.3 --pid="${qpid[$s]}" -F "$out/$s.out" 2>/dev/null &
+	fi
+	tails+=($!)
+}
+
+port=0
+if ((two)); then
+	port=$(free_port)
+fi
+start=$SECONDS
+for s in "${sides[@]}"; do
+	qemu_args "$s" "$port"
+	"${args[@]}" >"$out/$s.qemu.log" 2>&1 &
+	qpid[$s]=$!
+	follow "$s"
+	if ((two)) && [ "$s" = a ]; then
+		# B connects to A's listening socket, so A must be listening first.
+		for _ in $(seq 100); do
+			listening "$port" && break
+			kill -0 "${qpid[a]}" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+done
+echo "vm.sh: $variant kernel $release; ${#sides[@]} VM(s); results in $out" >&2
+
+# Wait for every QEMU; kill them all on the deadline, and kill the others when one ends
+# without a status (its peer would wait for it in vain).
+timed_out=0
+while :; do
+	running=0
+	for s in "${sides[@]}"; do
+		[ -z "${done_[$s]:-}" ] || continue
+		if kill -0 "${qpid[$s]}" 2>/dev/null; then
+			running=1
+			continue
+		fi
+		rc[$s]=0
+		wait "${qpid[$s]}" || rc[$s]=$?
+		done_[$s]=1
+		if [ ! -s "$out/$s.status" ]; then
+			for o in "${sides[@]}"; do
+				[ -n "${done_[$o]:-}" ] || kill -KILL "${qpid[$o]}" 2>/dev/null || true
+			done
+		fi
+	done
+	((running)) || break
+	if ((SECONDS - start >= timeout)); then
+		timed_out=1
+		for s in "${sides[@]}"; do
+			[ -n "${done_[$s]:-}" ] || kill -KILL "${qpid[$s]}" 2>/dev/null || true
+		done
+	fi
+	sleep 0.2
+done
+for t in "${tails[@]}"; do
+	wait "$t" 2>/dev/null || true
+done
+tails=()
+
+# Verdict.
+result=0
+failed_cmd=0
+for s in "${sides[@]}"; do
+	st=$(cat "$out/$s.status" 2>/dev/null || true)
+	times=$(tr '\n' ' ' <"$out/$s.times" 2>/dev/null || true)
+	if [ -z "$st" ]; then
+		if ((timed_out)); then
+			echo "vm.sh: vm-$s timed out: killed after ${timeout}s (--timeout); console: $out/$s.console" >&2
+			result=124
+		else
+			echo "vm.sh: vm-$s ended without an exit status (QEMU status ${rc[$s]}); last console lines ($out/$s.console):" >&2
+			tail -n 25 "$out/$s.console" 2>/dev/null | sed 's/^/  /' >&2 || true
+			sed 's/^/  qemu: /' "$out/$s.qemu.log" >&2 2>/dev/null || true
+			((result == 124)) || result=125
+		fi
+		continue
+	fi
+	echo "vm.sh: vm-$s: status $st; ${times:-no times}" >&2
+	if [ "$st" != 0 ]; then
+		if [ "$st" = 124 ]; then
+			echo "vm.sh: vm-$s: the command timed out inside the guest (stopped before the ${timeout}s --timeout so that its dmesg could be captured)" >&2
+		fi
+		if ((!failed_cmd && result == 0)); then
+			result=$st
+			failed_cmd=1
+		fi
+	fi
+done
+
+splat_files=()
+for s in "${sides[@]}"; do
+	if [ -f "$out/$s.dmesg" ]; then
+		splat_files+=("$out/$s.dmesg")
+	else
+		splat_files+=("$out/$s.console")
+	fi
+	[ ! -f "$out/$s.kmemleak" ] || splat_files+=("$out/$s.kmemleak")
+done
+if ! rrxe_check_splats "${ignore[@]}" -- "${splat_files[@]}"; then
+	if ((allow_splat)); then
+		echo "vm.sh: kernel splat allowed (--allow-splat)" >&2
+	elif ((result == 0)); then
+		result=99
+	fi
+fi
+if [ -n "$pcap" ]; then
+	echo "vm.sh: wire recorded in $pcap" >&2
+fi
+((result == 0)) || echo "vm.sh: FAILED (exit $result); results in $out" >&2
+exit "$result"
