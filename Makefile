@@ -34,10 +34,10 @@ test-host: deps
 lint: kernel
 	@scripts/lint.sh $(VARIANT)
 
-run: deps
+run:
 	@scripts/run.sh
 
-check: deps
+check:
 	@scripts/check.sh
 
 clean:

@@ -1,10 +1,11 @@
 #!/bin/bash
 # PID 1 of an rrxe test VM, started by scripts/vm.sh (init= on the kernel command line).
 #
-# The root file system is the host's, read-only over 9p. The writable results directory
-# of the host (vm.sh --out) arrives as the 9p tag "results" and is mounted on
-# /run/results; vm.sh put the run's parameters into .rrxe/SIDE.env there, SIDE (a or b)
-# comes from rrxevm=SIDE on the kernel command line.
+# The root file system is the host's, read-only over 9p. The host's results directory
+# (vm.sh --out) arrives as the 9p tag "results" and is mounted on /run/results. vm.sh
+# prepared .rrxe/ there: SIDE.env (the run's parameters; SIDE, a or b, comes from
+# rrxevm=SIDE on the kernel command line), the module tree, the module tool wrappers and
+# busybox applet links.
 #
 # This script sets up a minimal system, runs the command, stores SIDE.out, SIDE.status,
 # SIDE.times, SIDE.dmesg (and SIDE.kmemleak when kmemleak is there) in the results
@@ -12,19 +13,22 @@
 # exit (if it exits anyway, the kernel panics and, with panic=-1 and QEMU's -no-reboot,
 # the VM ends all the same).
 #
+# Under TCG every exec of a dynamically linked program costs ~150 ms (busybox, static:
+# ~15 ms), so this script uses bash builtins and busybox for its own work.
+#
 # Not set -e: a failing step is reported, and the run goes on to the power-off.
 set -u
 
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BB=/bin/busybox
 RES=/run/results
-RUN=/run/rrxe
-side=
+X=$RES/.rrxe
+side=a
 
-say() { echo "rrxe-init[${side:-?}]: $*"; }
+say() { echo "rrxe-init[$side]: $*"; }
 
 poweroff_now() {
-	sync
+	"$BB" sync
 	"$BB" poweroff -f
 	# Not reached unless reboot(2) failed: exiting PID 1 panics the kernel, and
 	# panic=-1 with -no-reboot ends QEMU.
@@ -32,11 +36,20 @@ poweroff_now() {
 	exit 1
 }
 
+is_mounted() {
+	local _d m _r
+	[ -r /proc/mounts ] || return 1
+	while read -r _d m _r; do
+		[ "$m" = "$1" ] && return 0
+	done </proc/mounts
+	return 1
+}
+
 # mnt TYPE SOURCE DIR [OPTIONS]: mounts unless DIR is a mount point already.
 mnt() {
-	mountpoint -q "$3" && return 0
-	mkdir -p "$3" 2>/dev/null
-	mount -t "$1" ${4:+-o "$4"} "$2" "$3" || {
+	is_mounted "$3" && return 0
+	[ -d "$3" ] || "$BB" mkdir -p "$3" || return 1
+	"$BB" mount -t "$1" ${4:+-o "$4"} "$2" "$3" || {
 		say "cannot mount $1 on $3"
 		return 1
 	}
@@ -48,26 +61,27 @@ uptime_s() {
 	echo "$up"
 }
 
-# The processes other than this one and the kernel's threads.
+# The processes other than this one and the kernel's threads (whose exe link is empty).
 user_pids() {
 	local d p
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
 		[ "$p" = 1 ] || [ "$p" = "$BASHPID" ] && continue
-		readlink "$d/exe" >/dev/null 2>&1 && echo "$p"
+		[ -e "$d/exe" ] && echo "$p"
 	done
 }
 
 kill_leftovers() {
 	[ -n "$(user_pids)" ] || return 0
+	say "killing the processes the command left behind"
 	kill -TERM -1 2>/dev/null
 	local i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		sleep 0.2
+		"$BB" sleep 0.2
 		[ -n "$(user_pids)" ] || return 0
 	done
 	kill -KILL -1 2>/dev/null
-	sleep 0.2
+	"$BB" sleep 0.2
 }
 
 setup_base() {
@@ -77,53 +91,29 @@ setup_base() {
 	exec </dev/null >/dev/console 2>&1
 	mnt tmpfs tmpfs /run mode=0755 &&
 		mnt 9p results "$RES" trans=virtio,version=9p2000.L,msize=512000 || return 1
-	mkdir -p "$RUN"
 }
 
-# Loads SIDE.env; falls back to side a if the command line has no rrxevm=.
 load_params() {
 	local w
-	side=a
 	for w in $(</proc/cmdline); do
 		case "$w" in rrxevm=?*) side=${w#rrxevm=} ;; esac
 	done
 	# shellcheck source=/dev/null
-	. "$RES/.rrxe/$side.env" || {
-		say "cannot read $RES/.rrxe/$side.env"
+	. "$X/$side.env" || {
+		say "cannot read $X/$side.env"
 		return 1
 	}
 }
 
-# /lib/modules: a tmpfs copy of the kernel's installed modules plus the run's extra ones
-# under extra/, indexed by depmod. The host root usually has no /lib/modules to mount
-# over, so the tree lives at $RUN/modroot/lib/modules and modprobe, depmod and modinfo
-# are wrapped to use it (-d/-b $RUN/modroot): the wrappers come first in PATH and the
-# kernel's request_module() goes through /proc/sys/kernel/modprobe. If the host root has
-# a /lib/modules, the tree is bind-mounted there as well.
+# vm.sh built the module tree ($X/modroot/lib/modules/RELEASE: the kernel's modules and
+# the --module files under extra/, depmod'ed) and the modprobe/modinfo/depmod wrappers
+# that point the real tools at it ($X/bin, first in PATH). The host root usually has no
+# /lib/modules to mount over; if it has one, the tree is bind-mounted there too. The
+# kernel's request_module() goes through /proc/sys/kernel/modprobe.
 setup_modules() {
-	local md=$RUN/modroot/lib/modules/$RRXE_RELEASE tool
-	mkdir -p "$md" "$RUN/bin" || return 1
-	cp -a "$RRXE_KDIR/modroot/lib/modules/$RRXE_RELEASE/." "$md/" || {
-		say "cannot copy $RRXE_KDIR/modroot/lib/modules/$RRXE_RELEASE"
-		return 1
-	}
-	rm -f "$md/build" "$md/source"
-	mkdir -p "$md/extra"
-	if compgen -G "$RES/.rrxe/extra/*.ko" >/dev/null; then
-		cp "$RES"/.rrxe/extra/*.ko "$md/extra/" || return 1
-	fi
-	depmod -b "$RUN/modroot" -a "$RRXE_RELEASE" || {
-		say "depmod failed"
-		return 1
-	}
-	# modprobe takes the root as -d, modinfo and depmod as -b.
-	for tool in "modprobe -d" "modinfo -b" "depmod -b"; do
-		printf '#!/bin/sh\nexec /sbin/%s %s "$@"\n' "$tool" "$RUN/modroot" >"$RUN/bin/${tool%% *}"
-	done
-	chmod 755 "$RUN"/bin/*
-	echo "$RUN/bin/modprobe" >/proc/sys/kernel/modprobe
+	echo "$X/bin/modprobe" >/proc/sys/kernel/modprobe || return 1
 	if [ -d /lib/modules ]; then
-		mount --bind "$RUN/modroot/lib/modules" /lib/modules ||
+		"$BB" mount -o bind "$X/modroot/lib/modules" /lib/modules ||
 			say "cannot bind the module tree onto /lib/modules (the wrappers still work)"
 	fi
 }
@@ -136,107 +126,137 @@ setup_writable() {
 		case "$RRXE_REPO/" in "$d"/*) keep=$d ;; esac
 	done
 	if [ -n "$keep" ]; then
-		mkdir -p "$RUN/repo" && mount --bind "$RRXE_REPO" "$RUN/repo" || return 1
+		"$BB" mkdir -p /run/rrxe/repo && "$BB" mount -o bind "$RRXE_REPO" /run/rrxe/repo || return 1
 	fi
 	mnt tmpfs tmpfs /tmp mode=1777 &&
 		mnt tmpfs tmpfs /var/tmp mode=1777 &&
 		mnt tmpfs tmpfs /root mode=0700 || return 1
-	mkdir -p /dev/pts /dev/shm
 	mnt devpts devpts /dev/pts gid=5,mode=620,ptmxmode=666
 	mnt tmpfs tmpfs /dev/shm mode=1777
 	[ -L /var/run ] || mnt tmpfs tmpfs /var/run mode=0755
 	mnt debugfs debugfs /sys/kernel/debug
 	if [ -n "$keep" ]; then
-		mkdir -p "$RRXE_REPO" && mount --bind "$RUN/repo" "$RRXE_REPO" || return 1
+		"$BB" mkdir -p "$RRXE_REPO" && "$BB" mount -o bind /run/rrxe/repo "$RRXE_REPO" || return 1
 	fi
-	# Busybox applets the host lacks (ping, ping6, ...) go last in PATH.
-	mkdir -p "$RUN/busybox" && "$BB" --install -s "$RUN/busybox"
 	echo "vm-$side" >/proc/sys/kernel/hostname
 }
 
 setup_net() {
-	local i
-	ip link set lo up || return 1
+	local i c
+	"$BB" ip link set lo up || return 1
 	[ "$RRXE_TWO" = 1 ] || return 0
 	[ -e /sys/class/net/eth0 ] || {
 		say "no eth0"
 		return 1
 	}
-	ip addr add "$RRXE_LOCAL_IP4/24" dev eth0 &&
-		ip -6 addr add "$RRXE_LOCAL_IP6/64" dev eth0 nodad &&
-		ip link set eth0 up || return 1
+	# No duplicate address detection: the addresses are usable at once. No router
+	# solicitations: less noise on the wire.
+	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
+	echo 0 >/proc/sys/net/ipv6/conf/eth0/router_solicitations
+	"$BB" ip addr add "$RRXE_LOCAL_IP4/24" dev eth0 &&
+		"$BB" ip addr add "$RRXE_LOCAL_IP6/64" dev eth0 &&
+		"$BB" ip link set eth0 up || return 1
 	for ((i = 0; i < 100; i++)); do
-		[ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ] && return 0
-		sleep 0.1
+		read -r c </sys/class/net/eth0/carrier 2>/dev/null
+		[ "${c:-0}" = 1 ] && return 0
+		"$BB" sleep 0.1
 	done
 	say "eth0 has no carrier"
 	return 1
 }
 
-# Forget the leaks kmemleak already knows of (boot-time ones), so that SIDE.kmemleak
-# reports what the command leaked.
-kmemleak_reset() {
-	local k=/sys/kernel/debug/kmemleak
-	[ -e "$k" ] || return 0
-	echo scan >"$k" 2>/dev/null
-	echo clear >"$k" 2>/dev/null
-}
-
+# The debug kernel's boot leaves kmemleak nothing to report, so there is no scan+clear
+# before the command (under KASAN a scan takes ~15 s). After it: two scans, at least 5 s
+# (kmemleak's minimum object age) apart.
 kmemleak_report() {
 	local k=/sys/kernel/debug/kmemleak
 	[ -e "$k" ] || return 0
+	local t0=$SECONDS
 	say "kmemleak scan"
 	echo scan >"$k" 2>/dev/null
-	sleep 5
+	((SECONDS - t0 >= 5)) || "$BB" sleep $((5 - (SECONDS - t0)))
 	echo scan >"$k" 2>/dev/null
-	cat "$k" >"$RES/$side.kmemleak" 2>/dev/null
+	"$BB" cat "$k" >"$RES/$side.kmemleak" 2>/dev/null
+}
+
+# "12.34" -> 1234
+centi() {
+	local i=${1%.*} f=${1#*.}00
+	echo $((10#$i * 100 + 10#${f:0:2}))
+}
+
+# The host kills the VM RRXE_TIMEOUT seconds after starting it. The command, and the wait
+# for the peer, end a margin earlier (at this uptime), so that the dmesg of a hung test
+# still reaches the host.
+deadline() {
+	local margin=$((RRXE_TIMEOUT / 10 > 30 ? RRXE_TIMEOUT / 10 : 30))
+	echo $((RRXE_TIMEOUT - margin))
+}
+
+# With two VMs, each waits after its command until the peer's has ended too (or the
+# deadline has passed) before it captures its kernel log and powers off: the wire and
+# this kernel stay up for the peer's command, and what that command does to this kernel
+# lands in this dmesg. The results directory is the same on both sides.
+wait_for_peer() {
+	local peer=b up d
+	[ "$RRXE_TWO" = 1 ] || return 0
+	[ "$side" = b ] && peer=a
+	: >"$X/$side.cmd-done"
+	[ -e "$X/$peer.cmd-done" ] && return 0
+	say "waiting for vm-$peer's command to end"
+	d=$(deadline)
+	while [ ! -e "$X/$peer.cmd-done" ]; do
+		up=$(uptime_s)
+		((${up%.*} < d)) || {
+			say "gave up waiting for vm-$peer"
+			return 0
+		}
+		"$BB" sleep 0.2
+	done
 }
 
 run_command() {
-	local envv=() up budget margin
-	envv=(
-		PATH="$RUN/bin:$PATH:$RUN/busybox" HOME=/root TERM=dumb LANG=C.UTF-8 SHELL=/bin/bash
-		USER=root LOGNAME=root
-		RRXE_VM="$side" RRXE_RESULTS="$RES" RRXE_VARIANT="$RRXE_VARIANT"
-		RRXE_RELEASE="$RRXE_RELEASE" RRXE_REPO="$RRXE_REPO"
-	)
-	if [ "$RRXE_TWO" = 1 ]; then
-		envv+=(RRXE_LOCAL_IP4="$RRXE_LOCAL_IP4" RRXE_PEER_IP4="$RRXE_PEER_IP4"
-			RRXE_LOCAL_IP6="$RRXE_LOCAL_IP6" RRXE_PEER_IP6="$RRXE_PEER_IP6")
-	fi
-	envv+=("${RRXE_ENV[@]}")
-	# The host kills the VM RRXE_TIMEOUT seconds after starting it. Stop the command a
-	# margin earlier, so that the dmesg of a hung test still reaches the host.
+	local up end budget pre=() v path=$PATH
 	up=$(uptime_s)
-	margin=$((RRXE_TIMEOUT / 10 > 30 ? RRXE_TIMEOUT / 10 : 30))
-	budget=$((RRXE_TIMEOUT - ${up%.*} - margin))
-	local pre=()
+	budget=$(($(deadline) - ${up%.*}))
 	((budget >= 5)) && pre=(timeout -k 5 "$budget")
 	echo "boot_s=$up" >"$RES/$side.times"
 	say "running the command (up ${up}s${pre:+, guest-side timeout ${budget}s})"
-	ulimit -l unlimited
-	ulimit -c 0
-	(cd "$RRXE_REPO" && exec env -i "${envv[@]}" "${pre[@]}" /bin/bash -c "$RRXE_CMD") \
-		>"$RES/$side.out" 2>&1 </dev/null
+	(
+		# A clean environment, without exec'ing env(1).
+		for v in $(compgen -e); do unset "$v"; done
+		export PATH="$X/bin:$path:$X/busybox" HOME=/root TERM=dumb LANG=C.UTF-8 \
+			SHELL=/bin/bash USER=root LOGNAME=root \
+			RRXE_VM="$side" RRXE_RESULTS="$RES" RRXE_VARIANT="$RRXE_VARIANT" \
+			RRXE_RELEASE="$RRXE_RELEASE" RRXE_REPO="$RRXE_REPO"
+		if [ "$RRXE_TWO" = 1 ]; then
+			export RRXE_LOCAL_IP4="$RRXE_LOCAL_IP4" RRXE_PEER_IP4="$RRXE_PEER_IP4" \
+				RRXE_LOCAL_IP6="$RRXE_LOCAL_IP6" RRXE_PEER_IP6="$RRXE_PEER_IP6"
+		fi
+		for v in "${RRXE_ENV[@]}"; do export "${v?}"; done
+		ulimit -l unlimited
+		ulimit -c 0
+		cd "$RRXE_REPO" && exec "${pre[@]}" /bin/bash -c "$RRXE_CMD"
+	) >"$RES/$side.out" 2>&1 </dev/null
 	status=$?
-	local end
 	end=$(uptime_s)
-	echo "cmd_s=$(awk -v a="$up" -v b="$end" 'BEGIN { printf "%.2f", b - a }')" >>"$RES/$side.times"
+	v=$(($(centi "$end") - $(centi "$up")))
+	printf 'cmd_s=%d.%02d\n' $((v / 100)) $((v % 100)) >>"$RES/$side.times"
 	say "command exited with status $status"
 }
 
 status=125
 if setup_base; then
 	if load_params && setup_modules && setup_writable && setup_net; then
-		kmemleak_reset
 		run_command
 	else
 		say "setup failed"
 		echo "rrxe-init: setup of vm-$side failed; see its console log" >>"$RES/$side.out"
 	fi
 	kill_leftovers
+	wait_for_peer
 	kmemleak_report
-	dmesg >"$RES/$side.dmesg" 2>&1
+	"$BB" dmesg -s 16777216 >"$RES/$side.dmesg" 2>&1
 	echo "$status" >"$RES/$side.status"
 	say "done (up $(uptime_s)s)"
 else

@@ -15,13 +15,15 @@ RRXE_SPLAT_RE+='|Kernel panic'
 # Prints every line of the FILEs that looks like a kernel splat as FILE:LINE:TEXT (at most
 # 20 per file, then a count) on stderr and returns 1 if there was one, 0 if the files are
 # clean. A line that also matches one of the -i REGEXes (extended regular expressions) is
-# not a splat. A FILE that does not exist is skipped; an empty list of FILEs is clean.
+# not a splat. A "Call Trace:" within 60 lines after another splat line belongs to that
+# one (so ignoring a warning ignores its trace too); only a lone one is a splat. A FILE
+# that does not exist is skipped; an empty list of FILEs is clean.
 rrxe_check_splats() {
-	local ignore=() f hits n rc=0
+	local ign='' f hits n rc=0
 	while (($#)); do
 		case "$1" in
 		-i)
-			ignore+=(-e "$2")
+			ign+="${ign:+|}($2)"
 			shift 2
 			;;
 		--)
@@ -33,10 +35,12 @@ rrxe_check_splats() {
 	done
 	for f in "$@"; do
 		[ -f "$f" ] || continue
-		hits=$(grep -naE "$RRXE_SPLAT_RE" "$f" || true)
-		if ((${#ignore[@]})) && [ -n "$hits" ]; then
-			hits=$(grep -vE "${ignore[@]}" <<<"$hits" || true)
-		fi
+		hits=$(awk -v re="$RRXE_SPLAT_RE" -v ign="$ign" '
+			$0 !~ re { next }
+			/Call Trace:/ && last && FNR - last <= 60 { next }
+			!/Call Trace:/ { last = FNR }
+			ign != "" && $0 ~ ign { next }
+			{ print FNR ":" $0 }' "$f")
 		[ -n "$hits" ] || continue
 		rc=1
 		n=$(wc -l <<<"$hits")

@@ -5,7 +5,7 @@
 #   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
 #                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
 #                 [--ignore-splat REGEX]... [--pcap FILE] [--two]
-#                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND']
+#                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND'] [--append 'KERNEL ARGS']
 #   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
 #
 # The command's output goes to stdout (prefixed [a] / [b] with --two), the harness's own
@@ -16,7 +16,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# shellcheck source=scripts/vm-lib.sh
+# shellcheck source=scripts/vm-lib.sh disable=SC1091 # followed with shellcheck -x
 . "$here/vm-lib.sh"
 
 usage() {
@@ -41,10 +41,12 @@ cmd_b=true
 allow_splat=0
 ignore=()
 check=0
+files=()
+append_extra=
 
 while (($#)); do
 	case "$1" in
-	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat)
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append)
 		(($# >= 2)) || die "$1 needs an argument"
 		;;
 	esac
@@ -57,6 +59,7 @@ while (($#)); do
 	--pcap) pcap=$2 ;;
 	--cmd) cmd=$2 ;;
 	--cmd-b) cmd_b=$2 ;;
+	--append) append_extra+=" $2" ;;
 	--ignore-splat) ignore+=(-i "$2") ;;
 	--two)
 		two=1
@@ -74,18 +77,21 @@ while (($#)); do
 		continue
 		;;
 	-h | --help) usage ;;
+	-*) die "unknown option '$1' (see --help)" ;;
 	*)
-		((check)) && break
-		die "unknown argument '$1' (see --help)"
+		((check)) || die "unexpected argument '$1' (see --help)"
+		files+=("$1")
+		shift
+		continue
 		;;
 	esac
 	shift 2
 done
 
 if ((check)); then
-	(($#)) || die "--check-dmesg needs files"
-	for f in "$@"; do [ -f "$f" ] || die "no such file: $f"; done
-	rrxe_check_splats "${ignore[@]}" -- "$@"
+	((${#files[@]})) || die "--check-dmesg needs files"
+	for f in "${files[@]}"; do [ -f "$f" ] || die "no such file: $f"; done
+	rrxe_check_splats "${ignore[@]}" -- "${files[@]}"
 	exit
 fi
 
@@ -120,10 +126,26 @@ fi
 case "$out" in *,* | *[[:space:]]*) die "the results directory ($out) must not contain commas or white space" ;; esac
 rm -rf "$out/.rrxe"
 rm -f "$out"/[ab].{out,status,times,dmesg,kmemleak,console,qemu.log} "$out/console.log"
-mkdir -p "$out/.rrxe/extra"
+# The guest's module tree, module tool wrappers and busybox applet links (see
+# setup_modules in vm-init.sh). Built here: on the host it takes milliseconds, in the
+# guest (TCG, programs loaded over 9p) seconds.
+modtree=$out/.rrxe/modroot/lib/modules/$release
+mkdir -p "$modtree" "$out/.rrxe/bin" "$out/.rrxe/busybox"
+cp -a "$kdir/modroot/lib/modules/$release/." "$modtree/"
+rm -f "$modtree/build" "$modtree/source"
+mkdir -p "$modtree/extra"
 for m in "${modules[@]}"; do
-	cp "$m" "$out/.rrxe/extra/"
+	cp "$m" "$modtree/extra/"
 done
+/sbin/depmod -b "$out/.rrxe/modroot" -a "$release"
+# modprobe takes the root as -d, modinfo and depmod as -b. The guest sees $out as
+# /run/results.
+for tool in "modprobe -d" "modinfo -b" "depmod -b"; do
+	printf '#!/bin/sh\nexec /sbin/%s /run/results/.rrxe/modroot "$@"\n' "$tool" >"$out/.rrxe/bin/${tool%% *}"
+done
+chmod 755 "$out"/.rrxe/bin/*
+# Busybox applets for programs the host lacks (ping, ping6, ...): last in the guest's PATH.
+/bin/busybox --install -s "$out/.rrxe/busybox"
 if [ -n "$pcap" ]; then
 	mkdir -p "$(dirname "$pcap")"
 	pcap=$(cd "$(dirname "$pcap")" && pwd)/$(basename "$pcap")
@@ -140,7 +162,7 @@ declare -A peer=([a]=b [b]=a)
 
 for s in "${sides[@]}"; do
 	{
-		printf 'RRXE_%s=%q\n' TWO "$two" REPO "$repo" KDIR "$kdir" RELEASE "$release" \
+		printf 'RRXE_%s=%q\n' TWO "$two" REPO "$repo" RELEASE "$release" \
 			VARIANT "$variant" TIMEOUT "$timeout" CMD "${command[$s]}" \
 			LOCAL_IP4 "${ip4[$s]}" LOCAL_IP6 "${ip6[$s]}" \
 			PEER_IP4 "${ip4[${peer[$s]}]}" PEER_IP6 "${ip6[${peer[$s]}]}"
@@ -164,7 +186,8 @@ qemu_args() {
 	local s=$1 port=$2
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro"
-	append+=" init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on"
+	# acpi=noirq: PCI interrupt routing without ACPI _PRT evaluation, ~0.5 s faster under TCG.
+	append+=" acpi=noirq init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on$append_extra"
 	args=(
 		qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G
 		-nodefaults -no-user-config -nic none -display none -no-reboot
@@ -186,14 +209,27 @@ qemu_args() {
 	fi
 }
 
-declare -A qpid=() done_=() rc=()
+declare -A qpid=() done_=() rc=() why=()
 tails=()
+
+# stop SIDE: ends that VM's QEMU. SIGTERM makes QEMU exit at once (and spares us bash's
+# "Killed" notice); SIGKILL if it is still there after 3 s.
+stop() {
+	local p=${qpid[$1]}
+	[ -z "${done_[$1]:-}" ] || return 0
+	kill -TERM "$p" 2>/dev/null || return 0
+	for _ in $(seq 30); do
+		kill -0 "$p" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$p" 2>/dev/null || true
+}
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local s
 	for s in "${!qpid[@]}"; do
-		[ -n "${done_[$s]:-}" ] || kill -KILL "${qpid[$s]}" 2>/dev/null || true
+		stop "$s"
 	done
 	for s in "${tails[@]}"; do
 		kill "$s" 2>/dev/null || true
@@ -247,11 +283,12 @@ while :; do
 			continue
 		fi
 		rc[$s]=0
-		wait "${qpid[$s]}" || rc[$s]=$?
+		{ wait "${qpid[$s]}" || rc[$s]=$?; } 2>/dev/null # no "Killed" notice
 		done_[$s]=1
 		if [ ! -s "$out/$s.status" ]; then
 			for o in "${sides[@]}"; do
-				[ -n "${done_[$o]:-}" ] || kill -KILL "${qpid[$o]}" 2>/dev/null || true
+				[ -n "${done_[$o]:-}" ] || why[$o]="stopped because vm-$s ended without a status"
+				stop "$o"
 			done
 		fi
 	done
@@ -259,7 +296,7 @@ while :; do
 	if ((SECONDS - start >= timeout)); then
 		timed_out=1
 		for s in "${sides[@]}"; do
-			[ -n "${done_[$s]:-}" ] || kill -KILL "${qpid[$s]}" 2>/dev/null || true
+			stop "$s"
 		done
 	fi
 	sleep 0.2
@@ -274,9 +311,12 @@ result=0
 failed_cmd=0
 for s in "${sides[@]}"; do
 	st=$(cat "$out/$s.status" 2>/dev/null || true)
-	times=$(tr '\n' ' ' <"$out/$s.times" 2>/dev/null || true)
+	times=$(tr '\n' ' ' 2>/dev/null <"$out/$s.times" || true)
 	if [ -z "$st" ]; then
-		if ((timed_out)); then
+		if [ -n "${why[$s]:-}" ]; then
+			echo "vm.sh: vm-$s: ${why[$s]}" >&2
+			((result == 124)) || result=125
+		elif ((timed_out)); then
 			echo "vm.sh: vm-$s timed out: killed after ${timeout}s (--timeout); console: $out/$s.console" >&2
 			result=124
 		else

@@ -129,6 +129,14 @@ ip link set vr1 up
 if modprobe rdma_rxe 2>/dev/null; then
 	check "rdma_rxe device rxe0 alongside rrxe0" rdma link add rxe0 type rxe netdev vr0
 	check "ibv_devices lists both" bash -c "ibv_devices | grep -q rxe0 && ibv_devices | grep -q rrxe0"
+	# rdma_rxe's netdev notifier finds its devices by driver id, which rrxe shares; rrxe
+	# devices must stay invisible to it (a flap used to hand it an rrxe device: KASAN).
+	ip link set eth0 down
+	ip link set eth0 up
+	check "rrxe0 ACTIVE after a link flap with rdma_rxe loaded" wait_for 10 state_is rrxe0 ACTIVE
+	check "rdma_rxe does not mistake rrxe0 for its own (rdma link add rxe1 on eth0 works)" \
+		rdma link add rxe1 type rxe netdev eth0
+	rdma link delete rxe1 2>/dev/null
 else
 	skip "rdma_rxe device alongside rrxe0" "rdma_rxe module not available"
 	skip "ibv_devices lists both" "rdma_rxe module not available"
@@ -159,5 +167,17 @@ check "rdma link add autoloads nothing twice: rrxe0 again" rdma link add rrxe0 t
 check "rmmod rrxe again" rmmod rrxe
 check "autoload: rdma link add loads rrxe via rdma-link-rrxe" rdma link add rrxe0 type rrxe netdev eth0
 check "final rmmod" rmmod rrxe
+
+# rdma_rxe's module exit unregisters every device with its driver id, rrxe's included.
+if modprobe rdma_rxe 2>/dev/null; then
+	modprobe rrxe
+	rdma link add rrxe0 type rrxe netdev eth0
+	check "rmmod rdma_rxe takes rrxe0 down cleanly (shared driver id)" rmmod rdma_rxe
+	check "rrxe0 is gone after rmmod rdma_rxe" no_dev rrxe0
+	check "rrxe still works afterwards" rdma link add rrxe0 type rrxe netdev eth0
+	check "rmmod rrxe" rmmod rrxe
+else
+	skip "rmmod rdma_rxe with an rrxe device" "rdma_rxe module not available"
+fi
 
 tap_end

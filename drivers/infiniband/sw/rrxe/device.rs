@@ -185,4 +185,11 @@ impl Driver for Rrxe {
     fn alloc_ucontext(_dev: &Device<Self>) -> Result<RrxeUContext> {
         Ok(RrxeUContext)
     }
+
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {
+        let netdev = &dev.data().netdev;
+        // Once unregistration starts the device is on its way out; consumers (GID
+        // management, rdma_cm) must not pick the netdev up again.
+        (port == PORT && netdev.is_registered()).then(|| netdev.clone())
+    }
 }

@@ -27,7 +27,7 @@ use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Mutex;
-use kernel::types::Opaque;
+use kernel::types::{ARef, Opaque};
 
 /// Device attributes reported by `query_device` (`struct ib_device_attr`).
 pub(crate) type DeviceAttr = bindings::ib_device_attr;
@@ -102,6 +102,8 @@ pub(crate) trait Driver: Sized + 'static {
     fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
     /// Creates the state of a new user context.
     fn alloc_ucontext(dev: &Device<Self>) -> Result<Self::UContext>;
+    /// The netdev `port` runs over, if it is still registered.
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>>;
 }
 
 /// A registered RDMA device of driver `T`: the `struct ib_device` and the driver's data.
@@ -346,15 +348,15 @@ impl<T: Driver> DeviceRegistry<T> {
             alive: true,
         });
 
+        // The netdev is reported through `ops.get_netdev`, not `ib_device_set_netdev`: the
+        // latter also files the device in the core's netdev hash, where rdma_rxe's notifier
+        // looks up *its* devices by driver id (`ib_device_get_by_netdev(ndev,
+        // RDMA_DRIVER_RXE)`) and would take ours, which share that id, for an rxe_dev.
+        //
         // SAFETY: the device is initialised; on failure ib_dealloc_device is the documented
         // unwind before registration succeeds (it calls dealloc_driver, which marks the entry
         // dead; the entry's reference keeps the memory until it is pruned).
         unsafe {
-            let err = bindings::ib_device_set_netdev(ibdev.as_ptr(), new.netdev.as_raw(), 1);
-            if err != 0 {
-                bindings::ib_dealloc_device(ibdev.as_ptr());
-                return to_result(err);
-            }
             let err = bindings::ib_register_device(
                 ibdev.as_ptr(),
                 new.name.as_char_ptr(),
@@ -398,6 +400,7 @@ impl<T: Driver> DeviceRegistry<T> {
             alloc_ucontext: Some(Self::alloc_ucontext),
             dealloc_ucontext: Some(Self::dealloc_ucontext),
             mmap: Some(Self::mmap),
+            get_netdev: Some(Self::get_netdev),
             dealloc_driver: Some(Self::dealloc_driver),
             size_ib_ucontext: size_of::<UContext<T>>(),
             ..Default::default()
@@ -525,6 +528,19 @@ impl<T: Driver> DeviceRegistry<T> {
         // No object exports a memory region to userspace yet (the rxe ABI maps CQ, QP and
         // SRQ rings, which come with those verbs), so every offset is invalid.
         EINVAL.to_errno()
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn get_netdev(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::net_device {
+        // SAFETY: ops are only called on live devices.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        // The caller owns the reference we return (it calls dev_put).
+        T::netdev(dev, port).map_or(ptr::null_mut(), |n| ARef::into_raw(n).as_ptr().cast())
     }
 
     /// # Safety

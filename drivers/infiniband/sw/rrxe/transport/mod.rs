@@ -16,4 +16,7 @@ pub mod icrc;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
+pub mod qp;
+#[cfg(test)]
+mod sim;
 pub mod timer;

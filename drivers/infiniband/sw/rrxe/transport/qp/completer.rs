@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: the requester's handling of responses (IBA 9.7.6) and
+//! the in-order retirement of send WQEs (IBA 10.8.3.1).
+//!
+//! A response acknowledges by PSN. ACKs are cumulative (9.7.6.1.1: an ACK
+//! for PSN n acknowledges every request up to n, which is what lets the
+//! responder coalesce them), a NAK acknowledges everything before its PSN,
+//! and RDMA Read responses and atomic ACKs must arrive at exactly the PSN
+//! expected: one arriving beyond it is an implied NAK (9.7.6.1.4) meaning
+//! the responses in between were lost.
+
+use super::super::aeth::{NakCode, Syndrome};
+use super::super::opcode::{Operation, Position};
+use super::super::packet::Packet;
+use super::completion::{Completion, WcOpcode, WcStatus, WorkQueue};
+use super::requester::{Requester, SendSlot};
+use super::wqe::{SendFlags, SendOpcode};
+use super::{Fault, Io, Outputs, QpAttrs, QpState, QpType};
+
+impl Requester {
+    /// Records the MSN and credits an AETH carries. Only ACKs carry a
+    /// credit count; a stale MSN (from a reordered response) is ignored so
+    /// the LSN never moves backwards on old information.
+    pub(super) fn update_credits(&mut self, syndrome: Syndrome, msn: super::super::psn::Msn) {
+        if msn.is_before(self.msn) {
+            return;
+        }
+        self.msn = msn;
+        if let Syndrome::Ack(code) = syndrome {
+            self.credits = code.credits();
+        }
+    }
+
+    /// Advances una to `psn` after a response proved progress: the retry
+    /// counters are reloaded (IBA 9.7.6.1.3, "the retry counter is reset
+    /// when a response makes forward progress") and the timer restarted.
+    fn progress(&mut self, now: u64, psn: Psn, attrs: &QpAttrs) {
+        if !psn.is_after(self.una) {
+            return;
+        }
+        self.una = psn;
+        if self.send_psn.is_before(psn) {
+            self.send_psn = psn;
+        }
+        self.retry_guard = None;
+        self.reload_counters(attrs);
+        self.ack_deadline = None;
+        if self.una.is_before(self.sent_high) {
+            self.ack_deadline = attrs.timeout.timeout_ns().map(|t| now.saturating_add(t));
+        }
+    }
+
+    /// A response beyond the expected Read response or atomic ACK, or a PSN
+    /// sequence error NAK: go back to una, counting one retry, unless this
+    /// loss was already acted upon.
+    fn retry(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+        if self.retry_guard == Some(self.una) {
+            return Ok(());
+        }
+        if self.retry_left == 0 {
+            return Err(Fault::RetryExhausted { rnr: false });
+        }
+        self.retry_left -= 1;
+        self.go_back(now, attrs);
+        Ok(())
+    }
+
+    /// Handles a NAK whose PSN is una, which falls in slot `pos`.
+    fn nak(
+        &mut self,
+        now: u64,
+        pos: usize,
+        syndrome: Syndrome,
+        attrs: &QpAttrs,
+    ) -> Result<(), Fault> {
+        let status = match syndrome {
+            Syndrome::Ack(_) => return Ok(()),
+            Syndrome::RnrNak(timer) => {
+                // A duplicate of the RNR NAK being waited out.
+                if self.rnr_deadline.is_some() {
+                    return Ok(());
+                }
+                // IBA 9.7.5.2.8 / 10.3.1: rnr_retry 7 means retry forever.
+                if attrs.rnr_retry != 7 {
+                    if self.rnr_left == 0 {
+                        return Err(Fault::RetryExhausted { rnr: true });
+                    }
+                    self.rnr_left -= 1;
+                }
+                self.ack_deadline = None;
+                self.send_psn = self.una;
+                self.rnr_deadline = Some(now.saturating_add(timer.delay_ns()));
+                return Ok(());
+            }
+            Syndrome::Nak(NakCode::PsnSequenceError) => return self.retry(now, attrs),
+            Syndrome::Nak(NakCode::InvalidRequest) => WcStatus::RemInvReqErr,
+            Syndrome::Nak(NakCode::RemoteAccessError) => WcStatus::RemAccessErr,
+            Syndrome::Nak(NakCode::RemoteOperationalError) => WcStatus::RemOpErr,
+            Syndrome::Nak(NakCode::InvalidRdRequest) => WcStatus::RemInvRdReqErr,
+        };
+        // IBA 9.7.5.2.4-6: these NAKs are fatal to the WQE and the QP.
+        self.slot_mut(pos).done = Some(status);
+        Err(Fault::Error)
+    }
+
+    /// Processes one RC response packet (IBA 9.7.6).
+    pub(super) fn handle_response(
+        &mut self,
+        now: u64,
+        pkt: &Packet<'_>,
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+    ) -> Result<(), Fault> {
+        let psn = pkt.bth.psn;
+        let aeth = pkt.ext.aeth;
+        if let Some(aeth) = aeth {
+            self.update_credits(aeth.syndrome, aeth.msn);
+        }
+        // Before RTS only the credits of the responder's initial ACK matter.
+        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || attrs.qp_type != QpType::Rc {
+            return Ok(());
+        }
+        // Responses for PSNs never sent are bogus, responses behind una are
+        // duplicates (an unsolicited ACK is one: 9.7.5.1.2); either way,
+        // nothing beyond the credits above is taken from them.
+        if !psn.is_before(self.sent_high) || psn.is_before(self.una) {
+            return Ok(());
+        }
+        let syndrome = aeth.map(|a| a.syndrome);
+        let op = pkt.info.operation;
+        let mtu = attrs.path_mtu.bytes() as u32;
+        let is_nak = matches!(syndrome, Some(Syndrome::Nak(_) | Syndrome::RnrNak(_)));
+        // Each pass either retires PSNs up to a slot boundary and continues,
+        // or handles the packet and returns; slots are finite.
+        for _ in 0..=self.len {
+            let Some(pos) = self.slot_of(self.una) else {
+                return Ok(());
+            };
+            let slot: SendSlot = *self.slot(pos);
+            let last = slot.last_psn();
+            match slot.wqe.opcode {
+                SendOpcode::RdmaRead
+                | SendOpcode::AtomicCmpSwap { .. }
+                | SendOpcode::AtomicFetchAdd { .. } => {
+                    let expected = self.una;
+                    if psn != expected {
+                        // Beyond the expected response: implied NAK.
+                        return self.retry(now, attrs);
+                    }
+                    if is_nak {
+                        return self.nak(
+                            now,
+                            pos,
+                            syndrome.unwrap_or(Syndrome::ACK_NO_CREDIT_INFO),
+                            attrs,
+                        );
+                    }
+                    if slot.wqe.opcode == SendOpcode::RdmaRead {
+                        if op != Operation::RdmaReadResponse {
+                            return self.retry(now, attrs);
+                        }
+                        let k = slot.resp_pkts;
+                        let offset = k * mtu;
+                        let want = (slot.wqe.length - offset.min(slot.wqe.length)).min(mtu);
+                        // A resumed Read (IBA 9.7.4.1.4) is answered as a new
+                        // request, so First may appear past the start; the PSN
+                        // check above is what guarantees the data's place.
+                        let remaining = slot.npkts - k;
+                        let position_ok = match pkt.info.position {
+                            Position::Only | Position::Last => remaining == 1,
+                            Position::First | Position::Middle => remaining > 1,
+                        };
+                        // A response that does not fit the request is
+                        // silently dropped (9.7.6.1.2, invalid response).
+                        if !position_ok || pkt.payload.len() as u32 != want {
+                            return Ok(());
+                        }
+                        if let Err(err) = io.mem.scatter_send(slot.index, offset, pkt.payload) {
+                            self.slot_mut(pos).done = Some(err.status());
+                            return Err(Fault::Error);
+                        }
+                        let s = self.slot_mut(pos);
+                        s.resp_pkts += 1;
+                        if s.resp_pkts == s.npkts {
+                            s.done = Some(WcStatus::Success);
+                        }
+                    } else {
+                        if op != Operation::AtomicAcknowledge {
+                            return self.retry(now, attrs);
+                        }
+                        let orig = pkt.ext.atomic_ack_eth.map_or(0, |a| a.orig_remote_data);
+                        if let Err(err) = io.mem.scatter_send(slot.index, 0, &orig.to_ne_bytes()) {
+                            self.slot_mut(pos).done = Some(err.status());
+                            return Err(Fault::Error);
+                        }
+                        let s = self.slot_mut(pos);
+                        s.resp_pkts = 1;
+                        s.done = Some(WcStatus::Success);
+                    }
+                    self.progress(now, psn.next(), attrs);
+                    return Ok(());
+                }
+                _ => {
+                    if psn.is_after(last) {
+                        // A response to a later request: this whole message
+                        // was received (responses come in PSN order).
+                        self.slot_mut(pos).done = Some(WcStatus::Success);
+                        self.progress(now, last.next(), attrs);
+                        continue;
+                    }
+                    if op != Operation::Acknowledge {
+                        // Read data or an atomic ACK at a Send/Write PSN.
+                        return Ok(());
+                    }
+                    if is_nak {
+                        self.progress(now, psn, attrs);
+                        return self.nak(
+                            now,
+                            pos,
+                            syndrome.unwrap_or(Syndrome::ACK_NO_CREDIT_INFO),
+                            attrs,
+                        );
+                    }
+                    if psn == last {
+                        self.slot_mut(pos).done = Some(WcStatus::Success);
+                    }
+                    self.progress(now, psn.next(), attrs);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the WQE holding una with the status of an exhausted retry
+    /// counter.
+    pub(super) fn fail_unacked(&mut self, status: WcStatus) {
+        if let Some(pos) = self.slot_of(self.una) {
+            self.slot_mut(pos).done = Some(status);
+        }
+    }
+
+    /// Retires finished WQEs in order, queueing their completions (IBA
+    /// 10.8.3.1: completions are returned in the order WQEs were posted;
+    /// unsignaled successful WQEs retire silently, errors always complete).
+    /// With `flush` set (QP in ERR, or SQE), unfinished WQEs and those
+    /// never started complete with WrFlushErr. Stops when the completion
+    /// ring is full; the next call resumes.
+    pub(super) fn retire(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) {
+        while self.len > 0 && !out.completions.is_full() {
+            let slot = *self.slot(0);
+            let status = match slot.done {
+                Some(status) => status,
+                None if flush => WcStatus::WrFlushErr,
+                None => break,
+            };
+            if status != WcStatus::Success || slot.wqe.flags.contains(SendFlags::SIGNALED) {
+                let _ = out.completions.push(send_completion(&slot, status));
+            }
+            io.sq.retire(slot.index);
+            self.head = (self.head + 1) % super::requester::MAX_INFLIGHT_WQES;
+            self.len -= 1;
+        }
+        if !flush {
+            return;
+        }
+        while self.sq_next != io.sq.producer() && !out.completions.is_full() {
+            let index = self.sq_next;
+            if let Some(wqe) = io.sq.get(index) {
+                let slot = SendSlot {
+                    index,
+                    wqe,
+                    ..SendSlot::default()
+                };
+                let _ = out
+                    .completions
+                    .push(send_completion(&slot, WcStatus::WrFlushErr));
+            }
+            io.sq.retire(index);
+            self.sq_next = index.wrapping_add(1);
+        }
+    }
+}
+
+use super::super::psn::Psn;
+
+/// The completion of a send WQE.
+fn send_completion(slot: &SendSlot, status: WcStatus) -> Completion {
+    let wqe = &slot.wqe;
+    let (opcode, imm_data) = match wqe.opcode {
+        SendOpcode::Send | SendOpcode::SendWithInv(_) | SendOpcode::Unsupported => {
+            (WcOpcode::Send, None)
+        }
+        SendOpcode::SendWithImm(imm) => (WcOpcode::Send, Some(imm)),
+        SendOpcode::RdmaWrite => (WcOpcode::RdmaWrite, None),
+        SendOpcode::RdmaWriteWithImm(imm) => (WcOpcode::RdmaWrite, Some(imm)),
+        SendOpcode::RdmaRead => (WcOpcode::RdmaRead, None),
+        SendOpcode::AtomicCmpSwap { .. } => (WcOpcode::CompSwap, None),
+        SendOpcode::AtomicFetchAdd { .. } => (WcOpcode::FetchAdd, None),
+        SendOpcode::Local(kind) => (WcOpcode::Local(kind), None),
+    };
+    Completion {
+        wr_id: wqe.wr_id,
+        status,
+        opcode,
+        byte_len: wqe.length,
+        imm_data,
+        invalidated_rkey: None,
+        src_qp: 0,
+        solicited: false,
+        queue: WorkQueue::Send,
+    }
+}

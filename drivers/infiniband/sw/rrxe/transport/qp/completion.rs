@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the engine reports: completions (IBA 11.4.2.1 "Poll for
+//! Completion"), asynchronous events (IBA 11.6.3) and the fixed-capacity
+//! ring that holds them until the glue polls.
+
+/// Completion status, numbered as the kernel's `enum ib_wc_status` so the
+/// glue can pass it through unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum WcStatus {
+    /// Success.
+    #[default]
+    Success = 0,
+    /// Local length error.
+    LocLenErr = 1,
+    /// Local QP operation error.
+    LocQpOpErr = 2,
+    /// Local EE context operation error.
+    LocEecOpErr = 3,
+    /// Local protection error.
+    LocProtErr = 4,
+    /// Work request flushed (the QP is in the error state).
+    WrFlushErr = 5,
+    /// Memory window bind error.
+    MwBindErr = 6,
+    /// Bad response.
+    BadRespErr = 7,
+    /// Local access error.
+    LocAccessErr = 8,
+    /// Remote invalid request (NAK Invalid Request).
+    RemInvReqErr = 9,
+    /// Remote access error (NAK Remote Access Error).
+    RemAccessErr = 10,
+    /// Remote operational error (NAK Remote Operational Error).
+    RemOpErr = 11,
+    /// Transport retry counter exceeded.
+    RetryExcErr = 12,
+    /// RNR retry counter exceeded.
+    RnrRetryExcErr = 13,
+    /// Local RDD violation.
+    LocRddViolErr = 14,
+    /// Remote invalid RD request.
+    RemInvRdReqErr = 15,
+    /// Remote aborted.
+    RemAbortErr = 16,
+    /// Invalid EE context number.
+    InvEecnErr = 17,
+    /// Invalid EE context state.
+    InvEecStateErr = 18,
+    /// Fatal error.
+    FatalErr = 19,
+    /// Response timeout.
+    RespTimeoutErr = 20,
+    /// General error.
+    GeneralErr = 21,
+}
+
+/// Completion opcode, as `enum ib_wc_opcode` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WcOpcode {
+    /// Send (any variant).
+    Send,
+    /// RDMA Write (with or without immediate).
+    RdmaWrite,
+    /// RDMA Read.
+    RdmaRead,
+    /// Atomic Compare & Swap.
+    CompSwap,
+    /// Atomic Fetch & Add.
+    FetchAdd,
+    /// A local operation; the glue's kind byte.
+    Local(u8),
+    /// A received Send.
+    Recv,
+    /// A received RDMA Write with immediate.
+    RecvRdmaWithImm,
+}
+
+/// Which work queue a completion belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkQueue {
+    /// The send queue.
+    Send,
+    /// The receive queue (or SRQ).
+    Recv,
+}
+
+/// A work completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The WR id given when posting.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// Opcode.
+    pub opcode: WcOpcode,
+    /// Bytes transferred: message length; for UD receives it includes the
+    /// 40-byte GRH area (IBA 11.4.1.2).
+    pub byte_len: u32,
+    /// Immediate data, for sends and writes with immediate.
+    pub imm_data: Option<u32>,
+    /// R_Key invalidated by a received Send with Invalidate.
+    pub invalidated_rkey: Option<u32>,
+    /// Source QP of a UD receive (from the DETH); 0 otherwise.
+    pub src_qp: u32,
+    /// Whether the received message had the solicited-event bit set.
+    pub solicited: bool,
+    /// Send or receive queue.
+    pub queue: WorkQueue,
+}
+
+/// Asynchronous events (IBA 11.6.3), polled with `Qp::poll_event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncEvent {
+    /// First packet received in RTR (IBA 11.6.3.1, communication
+    /// established); the glue may move the QP to RTS.
+    CommEstablished,
+    /// The send queue drained in the SQD state.
+    SqDrained,
+    /// A QP on an SRQ entered the error state: no further WQE of the SRQ
+    /// will be consumed by it.
+    LastWqeReached,
+    /// The responder detected an invalid request and moved the QP to the
+    /// error state (IBA 11.6.3.1, invalid request local work queue error).
+    QpRequestError,
+    /// The responder detected an access violation and moved the QP to the
+    /// error state (IBA 11.6.3.1, local access violation work queue error).
+    QpAccessError,
+    /// An error the transport cannot report through a completion.
+    QpFatal,
+    /// The transport (`rnr == false`) or RNR retry counter ran out. This is
+    /// where automatic path migration (IBA 17.2.8) will try the alternate
+    /// path; today the WQE completes in error and the QP enters ERR.
+    RetryExhausted {
+        /// Whether it was the RNR retry counter.
+        rnr: bool,
+    },
+}
+
+/// A first-in first-out ring of fixed capacity.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ring<T: Copy, const N: usize> {
+    buf: [Option<T>; N],
+    head: usize,
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Ring<T, N> {
+    pub(super) const fn new() -> Self {
+        Self {
+            buf: [None; N],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    pub(super) const fn is_full(&self) -> bool {
+        self.len == N
+    }
+
+    #[cfg(test)]
+    pub(super) const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends `item`; returns it back if the ring is full.
+    pub(super) fn push(&mut self, item: T) -> Result<(), T> {
+        if self.is_full() {
+            return Err(item);
+        }
+        let slot = (self.head + self.len) % N;
+        self.buf[slot] = Some(item);
+        self.len += 1;
+        Ok(())
+    }
+
+    pub(super) fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let item = self.buf[self.head].take();
+        self.head = (self.head + 1) % N;
+        self.len -= 1;
+        item
+    }
+
+    pub(super) fn clear(&mut self) {
+        *self = Self::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_fifo_and_capacity() {
+        let mut ring: Ring<u32, 3> = Ring::new();
+        assert_eq!(ring.pop(), None);
+        for i in 0..3 {
+            ring.push(i).unwrap();
+        }
+        assert_eq!(ring.push(9), Err(9));
+        assert_eq!(ring.pop(), Some(0));
+        ring.push(3).unwrap();
+        assert_eq!(ring.len(), 3);
+        assert_eq!(
+            [ring.pop(), ring.pop(), ring.pop()],
+            [Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(ring.pop(), None);
+    }
+}

@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: turns send WQEs into request packets (IBA 9.7.1 - 9.7.4
+//! for RC, 9.8 for UC, 9.8.2 / 9.9 for UD).
+//!
+//! Each WQE taken from the send queue gets a slot holding its transport
+//! state: its SSN, the PSN range its packets (or, for an RDMA Read, its
+//! response packets) occupy, and how far its responses have come. A slot
+//! lives until the completer retires the WQE, so retransmission can
+//! rebuild any packet from the WQE and the PSN alone: nothing is buffered.
+//!
+//! PSN bookkeeping, all modulo 2^24:
+//!
+//! ```text
+//!   una <= send_psn <= sent_high <= psn_next
+//!   una       oldest PSN whose response has not arrived
+//!   send_psn  next PSN to put on the wire (moved back to una to retransmit)
+//!   sent_high one past the highest PSN ever sent; below it is a retransmission
+//!   psn_next  first PSN of the next WQE to start
+//! ```
+
+use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth};
+use super::super::icrc::ICRC_LEN;
+use super::super::opcode::codes;
+use super::super::packet::{self, ExtHeaders};
+use super::super::psn::{Msn, Psn};
+use super::completion::WcStatus;
+use super::wqe::{SendFlags, SendOpcode, SendWqe};
+use super::{Fault, Io, QpAttrs, QpState, QpType, Transmit};
+
+/// Send WQEs the engine tracks between starting and retiring them; a full
+/// table holds new WQEs back.
+pub const MAX_INFLIGHT_WQES: usize = 64;
+
+/// RC packets that may be outstanding (sent, unacknowledged) before the
+/// requester waits. The IBA only bounds this by the 2^23 PSN half window;
+/// a small window keeps a go-back-N retransmission cheap for a software
+/// transport.
+pub const MAX_UNACKED_PSNS: u32 = 128;
+
+/// Packets sent without AckReq before one asks for an acknowledgement, so
+/// long messages are acknowledged (and their timer restarted) as they go
+/// (IBA 9.7.2 leaves the AckReq policy to the requester).
+pub const MAX_PKTS_PER_ACK: u32 = 16;
+
+/// Transport state of one started send WQE.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SendSlot {
+    /// Send queue index of the WQE.
+    pub(super) index: u32,
+    /// The WQE as it was when started.
+    pub(super) wqe: SendWqe,
+    /// Send sequence number (IBA 9.7.7.2); only wire messages get one.
+    pub(super) ssn: Msn,
+    /// PSN of the first request packet.
+    pub(super) first_psn: Psn,
+    /// PSNs occupied: request packets, or for a Read its response packets.
+    /// Zero for local operations.
+    pub(super) npkts: u32,
+    /// Read response packets received (1 for an answered atomic).
+    pub(super) resp_pkts: u32,
+    /// Sent without enough end-to-end credits (IBA 9.7.7.2.4).
+    pub(super) limited: bool,
+    /// Final status, once the WQE has nothing left to wait for.
+    pub(super) done: Option<WcStatus>,
+}
+
+impl SendSlot {
+    pub(super) const fn last_psn(&self) -> Psn {
+        self.first_psn.wrapping_add(self.npkts.saturating_sub(1))
+    }
+
+    pub(super) const fn contains(&self, psn: Psn) -> bool {
+        self.npkts > 0 && psn.is_within(self.first_psn, self.last_psn())
+    }
+}
+
+/// Number of PSNs a WQE occupies at path MTU `mtu`: one per request packet,
+/// or one per response packet for an RDMA Read (IBA 9.7.1: the responder
+/// numbers READ responses with the PSNs the request reserved).
+pub(super) const fn npkts_for(wqe: &SendWqe, mtu: u32) -> u32 {
+    match wqe.opcode {
+        SendOpcode::Local(_) | SendOpcode::Unsupported => 0,
+        SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => 1,
+        _ => {
+            if wqe.length == 0 {
+                1
+            } else {
+                wqe.length.div_ceil(mtu)
+            }
+        }
+    }
+}
+
+/// The requester half of a QP (plus, in `completer.rs`, its response
+/// handling).
+#[derive(Clone, Debug)]
+pub(super) struct Requester {
+    pub(super) slots: [SendSlot; MAX_INFLIGHT_WQES],
+    pub(super) head: usize,
+    pub(super) len: usize,
+    /// Send queue index of the next WQE to start.
+    pub(super) sq_next: u32,
+    pub(super) next_ssn: Msn,
+    pub(super) psn_next: Psn,
+    pub(super) send_psn: Psn,
+    pub(super) sent_high: Psn,
+    pub(super) una: Psn,
+    pub(super) retry_left: u8,
+    pub(super) rnr_left: u8,
+    pub(super) ack_deadline: Option<u64>,
+    pub(super) rnr_deadline: Option<u64>,
+    /// Latest MSN and credits from the responder; `None` credits means the
+    /// responder gives no credit information (unlimited).
+    pub(super) msn: Msn,
+    pub(super) credits: Option<u32>,
+    /// A credit-limited message is waiting for the ACK of this PSN before
+    /// anything new is sent.
+    pub(super) credit_wait: Option<Psn>,
+    /// una at the last NAK-, implied-NAK- or timeout-triggered go-back;
+    /// repeated evidence for the same loss is ignored until progress.
+    pub(super) retry_guard: Option<Psn>,
+    pub(super) noack_pkts: u32,
+    pub(super) drained_reported: bool,
+}
+
+/// Outcome of trying to start the next WQE.
+enum Start {
+    Nothing,
+    Local,
+    Wire,
+}
+
+impl Requester {
+    pub(super) const fn new() -> Self {
+        Self {
+            slots: [SendSlot {
+                index: 0,
+                wqe: SendWqe {
+                    wr_id: 0,
+                    opcode: SendOpcode::Send,
+                    flags: SendFlags::NONE,
+                    length: 0,
+                    remote: super::wqe::RemoteAddr { va: 0, rkey: 0 },
+                    ud: super::wqe::UdDest {
+                        dest_qpn: 0,
+                        qkey: 0,
+                        ah: 0,
+                    },
+                },
+                ssn: Msn::ZERO,
+                first_psn: Psn::ZERO,
+                npkts: 0,
+                resp_pkts: 0,
+                limited: false,
+                done: None,
+            }; MAX_INFLIGHT_WQES],
+            head: 0,
+            len: 0,
+            sq_next: 0,
+            // IBA 9.7.7.2: the first WQE has SSN 1, the responder's MSN
+            // starts at 0.
+            next_ssn: Msn::new(1),
+            psn_next: Psn::ZERO,
+            send_psn: Psn::ZERO,
+            sent_high: Psn::ZERO,
+            una: Psn::ZERO,
+            retry_left: 0,
+            rnr_left: 0,
+            ack_deadline: None,
+            rnr_deadline: None,
+            msn: Msn::ZERO,
+            // No credits until the responder reports some (IBA 9.7.7.2.4).
+            credits: Some(0),
+            credit_wait: None,
+            retry_guard: None,
+            noack_pkts: 0,
+            drained_reported: false,
+        }
+    }
+
+    /// Starts the send queue at `sq_consumer` (RESET to INIT).
+    pub(super) fn reset(&mut self, sq_consumer: u32) {
+        *self = Self::new();
+        self.sq_next = sq_consumer;
+    }
+
+    /// Loads the starting PSN and retry counters (RTR to RTS).
+    pub(super) fn start(&mut self, attrs: &QpAttrs) {
+        let psn = attrs.sq_psn;
+        self.psn_next = psn;
+        self.send_psn = psn;
+        self.sent_high = psn;
+        self.una = psn;
+        self.reload_counters(attrs);
+    }
+
+    pub(super) fn reload_counters(&mut self, attrs: &QpAttrs) {
+        self.retry_left = attrs.retry_cnt;
+        self.rnr_left = attrs.rnr_retry;
+    }
+
+    pub(super) fn slot(&self, i: usize) -> &SendSlot {
+        &self.slots[(self.head + i) % MAX_INFLIGHT_WQES]
+    }
+
+    pub(super) fn slot_mut(&mut self, i: usize) -> &mut SendSlot {
+        &mut self.slots[(self.head + i) % MAX_INFLIGHT_WQES]
+    }
+
+    /// Position (from the oldest) of the slot whose PSN range holds `psn`.
+    pub(super) fn slot_of(&self, psn: Psn) -> Option<usize> {
+        (0..self.len).find(|&i| self.slot(i).contains(psn))
+    }
+
+    /// RDMA Reads and atomics started and not yet answered.
+    fn outstanding_rd_atomic(&self) -> usize {
+        (0..self.len)
+            .filter(|&i| {
+                let slot = self.slot(i);
+                slot.wqe.opcode.is_read_or_atomic() && slot.done.is_none()
+            })
+            .count()
+    }
+
+    /// Whether one more credit-consuming message fits in the LSN: messages
+    /// that need no receive WQE do not count against it (IBA 9.7.7.2.4,
+    /// "LSN + 1 for each WQE that does not consume a receive WQE").
+    fn has_credit_for_one_more(&self) -> bool {
+        let Some(credits) = self.credits else {
+            return true;
+        };
+        let in_flight = (0..self.len)
+            .filter(|&i| {
+                let slot = self.slot(i);
+                slot.wqe.opcode.consumes_recv_wqe() && slot.ssn.is_after(self.msn)
+            })
+            .count();
+        (in_flight as u64) < u64::from(credits)
+    }
+
+    /// Whether the send queue has nothing in flight (for SQD).
+    pub(super) fn is_idle(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Arms the local ACK timer if it is not running (IBA 9.7.6.1.1: the
+    /// transport timer runs while any request is outstanding).
+    fn arm_ack_timer(&mut self, now: u64, attrs: &QpAttrs) {
+        if self.ack_deadline.is_none() {
+            self.ack_deadline = attrs.timeout.timeout_ns().map(|t| now.saturating_add(t));
+        }
+    }
+
+    /// Rewinds transmission to the oldest unacknowledged PSN: RC recovers
+    /// from any loss by go-back-N from there (IBA 9.7.6.1.4).
+    pub(super) fn go_back(&mut self, now: u64, attrs: &QpAttrs) {
+        self.send_psn = self.una;
+        self.retry_guard = Some(self.una);
+        self.ack_deadline = None;
+        if self.una.is_before(self.sent_high) {
+            self.arm_ack_timer(now, attrs);
+        }
+    }
+
+    pub(super) fn poll_timeout(&self) -> Option<u64> {
+        match (self.ack_deadline, self.rnr_deadline) {
+            (Some(a), Some(r)) => Some(a.min(r)),
+            (a, r) => a.or(r),
+        }
+    }
+
+    /// Transport timer and RNR timer expiry (IBA 9.7.6.1.3, 9.7.5.2.8).
+    pub(super) fn handle_timeout(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+        if matches!(self.rnr_deadline, Some(d) if d <= now) {
+            self.rnr_deadline = None;
+            self.send_psn = self.una;
+            if self.una.is_before(self.sent_high) {
+                self.arm_ack_timer(now, attrs);
+            }
+        }
+        if matches!(self.ack_deadline, Some(d) if d <= now) {
+            self.ack_deadline = None;
+            if self.una.is_before(self.sent_high) {
+                // The retry counter counts retries, so retry_cnt = 7 allows
+                // seven retransmissions after the first attempt.
+                if self.retry_left == 0 {
+                    return Err(Fault::RetryExhausted { rnr: false });
+                }
+                self.retry_left -= 1;
+                self.go_back(now, attrs);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the next WQE off the send queue, if transport rules allow.
+    fn start_next(&mut self, attrs: &QpAttrs, io: &mut Io<'_>) -> Result<Start, Fault> {
+        if self.sq_next == io.sq.producer() || self.len == MAX_INFLIGHT_WQES {
+            return Ok(Start::Nothing);
+        }
+        let Some(wqe) = io.sq.get(self.sq_next) else {
+            return Ok(Start::Nothing);
+        };
+        let rc = attrs.qp_type == QpType::Rc;
+        // IBA 10.8.3.3: a fenced WQE waits for every earlier Read and atomic.
+        if wqe.flags.contains(SendFlags::FENCE) && self.outstanding_rd_atomic() > 0 {
+            return Ok(Start::Nothing);
+        }
+        // IBA 9.7.7.1 / o9-? : no more outstanding Reads and atomics than
+        // the responder has resources for (the initiator depth).
+        if wqe.opcode.is_read_or_atomic()
+            && self.outstanding_rd_atomic() >= usize::from(attrs.max_rd_atomic.max(1))
+        {
+            return Ok(Start::Nothing);
+        }
+        let mtu = attrs.path_mtu.bytes() as u32;
+        let invalid = match (attrs.qp_type, wqe.opcode) {
+            (_, SendOpcode::Unsupported) => Some(WcStatus::LocQpOpErr),
+            (_, SendOpcode::Local(_)) => None,
+            // IBA 9.8: UC carries Send and RDMA Write only.
+            (QpType::Uc, op) if op.is_read_or_atomic() => Some(WcStatus::LocQpOpErr),
+            (QpType::Uc, SendOpcode::SendWithInv(_)) => Some(WcStatus::LocQpOpErr),
+            // IBA 9.8.2: UD carries single-packet Sends only.
+            (QpType::Ud, SendOpcode::Send | SendOpcode::SendWithImm(_)) => {
+                (wqe.length > mtu).then_some(WcStatus::LocLenErr)
+            }
+            (QpType::Ud, _) => Some(WcStatus::LocQpOpErr),
+            _ => None,
+        };
+        let limited = rc && wqe.opcode.consumes_recv_wqe() && !self.has_credit_for_one_more();
+        let npkts = if invalid.is_some() {
+            0
+        } else {
+            npkts_for(&wqe, mtu)
+        };
+        let ssn = self.next_ssn;
+        if npkts > 0 {
+            self.next_ssn = self.next_ssn.next();
+        }
+        let index = self.sq_next;
+        self.sq_next = self.sq_next.wrapping_add(1);
+        let pos = self.len;
+        self.len += 1;
+        *self.slot_mut(pos) = SendSlot {
+            index,
+            wqe,
+            ssn,
+            first_psn: self.psn_next,
+            npkts,
+            resp_pkts: 0,
+            limited,
+            done: invalid,
+        };
+        if invalid.is_some() {
+            return Err(Fault::local(attrs.qp_type));
+        }
+        if let SendOpcode::Local(_) = wqe.opcode {
+            let status = match io.mem.local_operation(index, &wqe) {
+                Ok(()) => WcStatus::Success,
+                Err(err) => err.status(),
+            };
+            self.slot_mut(pos).done = Some(status);
+            if status != WcStatus::Success {
+                return Err(Fault::local(attrs.qp_type));
+            }
+            return Ok(Start::Local);
+        }
+        self.psn_next = self.psn_next.wrapping_add(npkts);
+        Ok(Start::Wire)
+    }
+
+    /// Builds the next request packet, new or retransmitted.
+    pub(super) fn poll_transmit(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+    ) -> Result<Option<Transmit>, Fault> {
+        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || self.rnr_deadline.is_some() {
+            return Ok(None);
+        }
+        // Local operations complete without a packet; bound the loop by the
+        // slot table so a queue of them cannot spin forever.
+        for _ in 0..=MAX_INFLIGHT_WQES {
+            if self.send_psn == self.psn_next {
+                // SQD (IBA 10.3.1.5) finishes in-flight WQEs but starts none.
+                if attrs.state != QpState::Rts || self.blocked_for_new(attrs) {
+                    return Ok(None);
+                }
+                match self.start_next(attrs, io)? {
+                    Start::Nothing => return Ok(None),
+                    Start::Local => continue,
+                    Start::Wire => {}
+                }
+            }
+            return self.build(now, buf, attrs, io);
+        }
+        Ok(None)
+    }
+
+    /// Whether new (never sent) packets must wait: for an ACK that brings
+    /// credits, or for the outstanding window to shrink.
+    fn blocked_for_new(&mut self, attrs: &QpAttrs) -> bool {
+        if let Some(wait) = self.credit_wait {
+            if self.una.is_after(wait) {
+                self.credit_wait = None;
+            } else {
+                return true;
+            }
+        }
+        attrs.qp_type == QpType::Rc && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
+    }
+
+    fn build(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+    ) -> Result<Option<Transmit>, Fault> {
+        let psn = self.send_psn;
+        let retransmission = psn.is_before(self.sent_high);
+        if !retransmission && self.blocked_for_new(attrs) {
+            return Ok(None);
+        }
+        let Some(pos) = self.slot_of(psn) else {
+            // Nothing holds this PSN (its WQE was retired meanwhile).
+            self.send_psn = self.psn_next;
+            return Ok(None);
+        };
+        let slot = *self.slot(pos);
+        let mtu = attrs.path_mtu.bytes() as u32;
+        let k = slot.first_psn.distance_to(psn);
+        let first = k == 0;
+        let last = k + 1 == slot.npkts;
+        let offset = k * mtu;
+        let wqe = &slot.wqe;
+        let mut ext = ExtHeaders::default();
+        let mut payload_len = 0;
+        let mut next_psn = psn.next();
+        let opcode = match wqe.opcode {
+            SendOpcode::Send
+            | SendOpcode::SendWithImm(_)
+            | SendOpcode::SendWithInv(_)
+            | SendOpcode::RdmaWrite
+            | SendOpcode::RdmaWriteWithImm(_) => {
+                payload_len = (wqe.length - offset).min(mtu);
+                let write = matches!(
+                    wqe.opcode,
+                    SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_)
+                );
+                if write && first {
+                    ext.reth = Some(Reth {
+                        va: wqe.remote.va,
+                        rkey: wqe.remote.rkey,
+                        dma_len: wqe.length,
+                    });
+                }
+                if last {
+                    match wqe.opcode {
+                        SendOpcode::SendWithImm(imm) | SendOpcode::RdmaWriteWithImm(imm) => {
+                            ext.imm_dt = Some(ImmDt { imm_data: imm });
+                        }
+                        SendOpcode::SendWithInv(rkey) => ext.ieth = Some(Ieth { rkey }),
+                        _ => {}
+                    }
+                }
+                message_opcode(attrs.qp_type, wqe.opcode, first, last)
+            }
+            SendOpcode::RdmaRead => {
+                // A retransmitted Read asks only for the responses still
+                // missing, at their own PSN (IBA 9.7.4.1.4: the responder
+                // may resume a READ from any packet boundary).
+                ext.reth = Some(Reth {
+                    va: wqe.remote.va.wrapping_add(u64::from(offset)),
+                    rkey: wqe.remote.rkey,
+                    dma_len: wqe.length - offset.min(wqe.length),
+                });
+                next_psn = slot.last_psn().next();
+                codes::RC_RDMA_READ_REQUEST
+            }
+            SendOpcode::AtomicCmpSwap { compare, swap } => {
+                ext.atomic_eth = Some(AtomicEth {
+                    va: wqe.remote.va,
+                    rkey: wqe.remote.rkey,
+                    swap_add: swap,
+                    compare,
+                });
+                codes::RC_COMPARE_SWAP
+            }
+            SendOpcode::AtomicFetchAdd { add } => {
+                ext.atomic_eth = Some(AtomicEth {
+                    va: wqe.remote.va,
+                    rkey: wqe.remote.rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+                codes::RC_FETCH_ADD
+            }
+            SendOpcode::Local(_) | SendOpcode::Unsupported => return Err(Fault::Internal),
+        };
+        let mut dest_qp = attrs.dest_qpn;
+        let mut ah = None;
+        if attrs.qp_type == QpType::Ud {
+            // IBA 10.2.5: a WR Q_Key with the high bit set means "use the
+            // QP's own Q_Key".
+            let qkey = if wqe.ud.qkey & 0x8000_0000 != 0 {
+                attrs.qkey
+            } else {
+                wqe.ud.qkey
+            };
+            ext.deth = Some(Deth {
+                qkey,
+                src_qp: attrs.qpn,
+            });
+            dest_qp = wqe.ud.dest_qpn;
+            ah = Some(wqe.ud.ah);
+        }
+        let rc = attrs.qp_type == QpType::Rc;
+        let mut ack_req = rc
+            && (last || wqe.opcode.is_read_or_atomic() || self.noack_pkts + 1 >= MAX_PKTS_PER_ACK);
+        // IBA 9.7.7.2.4: without credits a Send may only send its first
+        // packet, with AckReq, and must wait for the ACK.
+        if slot.limited && first && !retransmission {
+            ack_req |= rc;
+        }
+        let solicited =
+            last && wqe.flags.contains(SendFlags::SOLICITED) && wqe.opcode.consumes_recv_wqe();
+        let bth = Bth {
+            opcode,
+            solicited_event: solicited,
+            pkey: attrs.pkey,
+            dest_qp,
+            ack_req,
+            psn,
+            ..Bth::default()
+        };
+        let len = write_with(buf, &bth, &ext, payload_len as usize, |dst| {
+            io.mem.gather(slot.index, offset, dst)
+        });
+        let len = match len {
+            Ok(len) => len,
+            Err(WriteError::Local(err)) => {
+                self.slot_mut(pos).done = Some(err.status());
+                return Err(Fault::local(attrs.qp_type));
+            }
+            Err(WriteError::Packet) => return Err(Fault::Internal),
+        };
+
+        self.noack_pkts = if ack_req { 0 } else { self.noack_pkts + 1 };
+        self.send_psn = next_psn;
+        if !retransmission {
+            self.sent_high = next_psn;
+            if slot.limited && !retransmission {
+                let consumes_at_first = !matches!(wqe.opcode, SendOpcode::RdmaWriteWithImm(_));
+                if (consumes_at_first && first) || last {
+                    self.credit_wait = Some(psn);
+                }
+            }
+        }
+        if rc {
+            self.arm_ack_timer(now, attrs);
+        } else {
+            // IBA 9.8: UC and UD requests are never acknowledged; a WQE is
+            // done once its last packet is on the wire.
+            self.una = self.sent_high;
+            if last {
+                self.slot_mut(pos).done = Some(WcStatus::Success);
+            }
+        }
+        Ok(Some(Transmit {
+            len,
+            dest_qpn: dest_qp,
+            ah,
+            retransmission,
+        }))
+    }
+}
+
+/// The Send / RDMA Write opcode for a packet's position in its message.
+fn message_opcode(qp_type: QpType, op: SendOpcode, first: bool, last: bool) -> u8 {
+    use codes::*;
+    let rc = match (op, first, last) {
+        (SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_), true, false) => {
+            RC_RDMA_WRITE_FIRST
+        }
+        (SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_), false, false) => {
+            RC_RDMA_WRITE_MIDDLE
+        }
+        (SendOpcode::RdmaWrite, false, true) => RC_RDMA_WRITE_LAST,
+        (SendOpcode::RdmaWrite, true, true) => RC_RDMA_WRITE_ONLY,
+        (SendOpcode::RdmaWriteWithImm(_), false, true) => RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        (SendOpcode::RdmaWriteWithImm(_), true, true) => RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+        (_, true, false) => RC_SEND_FIRST,
+        (_, false, false) => RC_SEND_MIDDLE,
+        (SendOpcode::SendWithImm(_), false, true) => RC_SEND_LAST_WITH_IMMEDIATE,
+        (SendOpcode::SendWithImm(_), true, true) => RC_SEND_ONLY_WITH_IMMEDIATE,
+        (SendOpcode::SendWithInv(_), false, true) => RC_SEND_LAST_WITH_INVALIDATE,
+        (SendOpcode::SendWithInv(_), true, true) => RC_SEND_ONLY_WITH_INVALIDATE,
+        (_, false, true) => RC_SEND_LAST,
+        (_, true, true) => RC_SEND_ONLY,
+    };
+    match qp_type {
+        QpType::Rc => rc,
+        QpType::Uc => UC_BASE + rc,
+        QpType::Ud => match op {
+            SendOpcode::SendWithImm(_) => UD_SEND_ONLY_WITH_IMMEDIATE,
+            _ => UD_SEND_ONLY,
+        },
+    }
+}
+
+/// Why a packet could not be written.
+pub(super) enum WriteError<E> {
+    /// The payload source failed.
+    Local(E),
+    /// The headers did not match the opcode or the buffer was too short:
+    /// an engine bug, never a peer's doing.
+    Packet,
+}
+
+/// Writes BTH, extended headers, a `payload_len`-byte payload produced in
+/// place by `fill` (so no bounce buffer is needed on the kernel stack),
+/// zero pad and a zeroed ICRC slot; returns the packet length.
+pub(super) fn write_with<E>(
+    buf: &mut [u8],
+    bth: &Bth,
+    ext: &ExtHeaders,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+) -> Result<usize, WriteError<E>> {
+    let pad_count = packet::pad_count(payload_len);
+    let bth = Bth { pad_count, ..*bth };
+    let header_len = packet::write_headers(buf, &bth, ext).map_err(|_| WriteError::Packet)?;
+    let pad = usize::from(pad_count);
+    let total = header_len + payload_len + pad + ICRC_LEN;
+    let Some(rest) = buf.get_mut(header_len..total) else {
+        return Err(WriteError::Packet);
+    };
+    let (payload, trailer) = rest.split_at_mut(payload_len);
+    fill(payload).map_err(WriteError::Local)?;
+    trailer.fill(0);
+    Ok(total)
+}

@@ -1,0 +1,831 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: executes incoming requests and generates responses (IBA
+//! 9.7.5 for RC, 9.8.3 for UC, 9.8.2 / 10.2.5 for UD).
+//!
+//! RC requests are executed strictly at the expected PSN (ePSN). A request
+//! behind it is a duplicate: Sends and Writes are re-acknowledged, RDMA
+//! Reads re-executed and atomics answered from the responder resources
+//! (IBA 9.7.5.1.5), which remember the last max_dest_rd_atomic of them. A
+//! request ahead of it means packets were lost: exactly one PSN sequence
+//! error NAK is sent, and further out-of-sequence requests are dropped
+//! silently until the expected PSN arrives (IBA 9.7.5.1.2, C9-96: no
+//! duplicate NAKs).
+//!
+//! Responses leave in PSN order, which is what lets ACKs be coalesced: an
+//! ACK for ePSN - 1 acknowledges everything, so it is only sent once every
+//! Read response and atomic ACK before it has been.
+
+use super::super::aeth::{CreditCode, NakCode, Syndrome};
+use super::super::headers::{Aeth, AtomicAckEth, Bth};
+use super::super::opcode::{codes, Operation, Position};
+use super::super::packet::{ExtHeaders, Packet};
+use super::super::psn::{Msn, Psn, PsnClass};
+use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
+use super::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
+use super::requester::{write_with, WriteError};
+use super::wqe::RecvWqe;
+use super::{AccessFlags, Fault, Io, Outputs, QpAttrs, QpState, QpType, Transmit};
+
+/// Upper bound of max_dest_rd_atomic (and max_rd_atomic): the number of
+/// RDMA Read / atomic responder resources a QP can hold.
+pub const MAX_RD_ATOMIC: usize = 16;
+
+/// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
+/// 11.4.1.2); the glue writes the header there, the payload follows.
+pub const UD_GRH_LEN: u32 = 40;
+
+/// What a responder resource remembers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum ResourceKind {
+    #[default]
+    Free,
+    /// An RDMA Read, re-executable from memory.
+    Read { va: u64, rkey: u32, len: u32 },
+    /// An executed atomic and the original value it returned.
+    Atomic { orig: u64 },
+}
+
+/// A responder resource: one Read or atomic and the responses still owed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Resource {
+    kind: ResourceKind,
+    first_psn: Psn,
+    npkts: u32,
+    /// Next response PSN to send.
+    next_psn: Psn,
+    /// PSN the current (possibly resumed) response sequence started at:
+    /// a duplicate Read asking from the middle is answered as a new
+    /// request, First .. Last from there (IBA 9.7.5.1.5).
+    start_psn: Psn,
+    /// Responses remain to be sent.
+    pending: bool,
+    /// The pending responses answer a duplicate request.
+    replay: bool,
+}
+
+impl Resource {
+    fn contains(&self, psn: Psn) -> bool {
+        self.npkts > 0 && psn.is_within(self.first_psn, self.first_psn.wrapping_add(self.npkts - 1))
+    }
+}
+
+/// The message whose middle packets are expected next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum InMessage {
+    #[default]
+    None,
+    Send,
+    Write,
+}
+
+/// How a request ended, before the transport decides what to answer.
+enum Step {
+    /// Executed (or legitimately nothing to do).
+    Done,
+    /// No receive WQE posted.
+    Rnr,
+    /// Completion ring full: drop without answering; the requester will
+    /// retransmit (RC) or the message is lost (UC, UD).
+    Busy,
+    /// The request failed; NAK with the code, and complete the receive WQE
+    /// in progress with the status if one is given.
+    Fail(NakCode, Option<WcStatus>),
+}
+
+/// The responder half of a QP.
+#[derive(Clone, Debug)]
+pub(super) struct Responder {
+    pub(super) epsn: Psn,
+    pub(super) msn: Msn,
+    res: [Resource; MAX_RD_ATOMIC],
+    res_next: usize,
+    ack_pending: bool,
+    nak: Option<(Psn, Syndrome)>,
+    nak_sent: bool,
+    in_msg: InMessage,
+    recv: Option<RecvWqe>,
+    recv_offset: u32,
+    write_va: u64,
+    write_rkey: u32,
+    write_remaining: u32,
+    write_total: u32,
+    uc_drop: bool,
+    comm_established: bool,
+    advertised_zero: bool,
+}
+
+impl Responder {
+    pub(super) const fn new() -> Self {
+        Self {
+            epsn: Psn::ZERO,
+            msn: Msn::ZERO,
+            res: [Resource {
+                kind: ResourceKind::Free,
+                first_psn: Psn::ZERO,
+                npkts: 0,
+                next_psn: Psn::ZERO,
+                start_psn: Psn::ZERO,
+                pending: false,
+                replay: false,
+            }; MAX_RD_ATOMIC],
+            res_next: 0,
+            ack_pending: false,
+            nak: None,
+            nak_sent: false,
+            in_msg: InMessage::None,
+            recv: None,
+            recv_offset: 0,
+            write_va: 0,
+            write_rkey: 0,
+            write_remaining: 0,
+            write_total: 0,
+            uc_drop: false,
+            comm_established: false,
+            advertised_zero: true,
+        }
+    }
+
+    /// Loads the ePSN (INIT to RTR). For RC an unsolicited ACK carrying the
+    /// initial credits is queued (IBA 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the
+    /// requester need not start with a credit-limited first packet.
+    pub(super) fn start(&mut self, attrs: &QpAttrs) {
+        self.epsn = attrs.rq_psn;
+        self.ack_pending = attrs.qp_type == QpType::Rc;
+    }
+
+    /// A receive WQE was posted: if the last credit count advertised was
+    /// zero, an unsolicited ACK tells the requester about the new credit
+    /// (IBA 9.7.7.2.4 allows one at any time).
+    pub(super) fn post_recv(&mut self, attrs: &QpAttrs) {
+        if attrs.qp_type == QpType::Rc
+            && self.advertised_zero
+            && matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+        {
+            self.ack_pending = true;
+        }
+    }
+
+    fn credit_code(io: &Io<'_>) -> CreditCode {
+        if io.rq.is_shared() {
+            CreditCode::NO_CREDIT_INFO
+        } else {
+            CreditCode::from_posted_wqes(io.rq.posted())
+        }
+    }
+
+    fn resource_count(attrs: &QpAttrs) -> usize {
+        usize::from(attrs.max_dest_rd_atomic).clamp(1, MAX_RD_ATOMIC)
+    }
+
+    /// Stores a new Read or atomic, evicting the oldest. A requester
+    /// honouring max_rd_atomic never needs an evicted entry again; if a
+    /// stale duplicate had re-armed it, its replay is simply abandoned.
+    fn allocate(&mut self, attrs: &QpAttrs, resource: Resource) {
+        let n = Self::resource_count(attrs);
+        if self.res_next >= n {
+            self.res_next = 0;
+        }
+        self.res[self.res_next] = resource;
+        self.res_next = (self.res_next + 1) % n;
+    }
+
+    /// Processes one request packet addressed to this QP.
+    pub(super) fn handle_request(
+        &mut self,
+        pkt: &Packet<'_>,
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+        out: &mut Outputs,
+    ) -> Result<(), Fault> {
+        // IBA 10.3.1: requests are processed from RTR on, and still in SQD
+        // and SQE, whose errors concern the send queue only.
+        if !matches!(
+            attrs.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) {
+            return Ok(());
+        }
+        if attrs.state == QpState::Rtr && !self.comm_established {
+            self.comm_established = true;
+            let _ = out.events.push(AsyncEvent::CommEstablished);
+        }
+        match attrs.qp_type {
+            QpType::Rc => self.rc(pkt, attrs, io, out),
+            QpType::Uc => {
+                self.uc(pkt, attrs, io, out);
+                Ok(())
+            }
+            QpType::Ud => {
+                self.ud(pkt, attrs, io, out);
+                Ok(())
+            }
+        }
+    }
+
+    fn rc(
+        &mut self,
+        pkt: &Packet<'_>,
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+        out: &mut Outputs,
+    ) -> Result<(), Fault> {
+        let psn = pkt.bth.psn;
+        match PsnClass::of_request(self.epsn, psn) {
+            PsnClass::Duplicate => {
+                self.duplicate(pkt);
+                return Ok(());
+            }
+            PsnClass::Invalid => {
+                if !self.nak_sent {
+                    self.nak_sent = true;
+                    self.nak = Some((self.epsn, Syndrome::Nak(NakCode::PsnSequenceError)));
+                }
+                return Ok(());
+            }
+            PsnClass::Expected => {}
+        }
+        match self.execute(pkt, attrs, io, out) {
+            Step::Done => {
+                // The sequence recovered: a NAK not yet sent is obsolete.
+                self.nak_sent = false;
+                if matches!(
+                    self.nak,
+                    Some((
+                        _,
+                        Syndrome::Nak(NakCode::PsnSequenceError) | Syndrome::RnrNak(_)
+                    ))
+                ) {
+                    self.nak = None;
+                }
+                // Reads and atomics are acknowledged by their responses.
+                let answered = matches!(
+                    pkt.info.operation,
+                    Operation::RdmaReadRequest | Operation::CompareSwap | Operation::FetchAdd
+                );
+                if pkt.bth.ack_req && !answered {
+                    self.ack_pending = true;
+                }
+                Ok(())
+            }
+            Step::Busy => Ok(()),
+            Step::Rnr => {
+                // IBA 9.7.5.2.8: RNR NAK at this PSN with our minimum timer;
+                // later packets of the burst are dropped like
+                // out-of-sequence ones until it is retransmitted.
+                self.nak_sent = true;
+                self.nak = Some((psn, Syndrome::RnrNak(attrs.min_rnr_timer)));
+                Ok(())
+            }
+            Step::Fail(code, recv_status) => {
+                self.fail_recv(recv_status, out);
+                self.nak = Some((psn, Syndrome::Nak(code)));
+                self.nak_sent = true;
+                let event = match code {
+                    NakCode::RemoteAccessError => AsyncEvent::QpAccessError,
+                    NakCode::RemoteOperationalError => AsyncEvent::QpFatal,
+                    _ => AsyncEvent::QpRequestError,
+                };
+                let _ = out.events.push(event);
+                // IBA 9.7.5.2.4-6: these errors are fatal to the responder
+                // QP too; the NAK still goes out from ERR.
+                Err(Fault::Error)
+            }
+        }
+    }
+
+    /// Completes the receive WQE in progress with an error status.
+    fn fail_recv(&mut self, status: Option<WcStatus>, out: &mut Outputs) {
+        if let (Some(status), Some(wqe)) = (status, self.recv) {
+            let _ = out.completions.push(recv_completion(
+                &wqe,
+                status,
+                WcOpcode::Recv,
+                self.recv_offset,
+            ));
+            self.recv = None;
+        }
+    }
+
+    /// A request behind the ePSN (IBA 9.7.5.1.5).
+    fn duplicate(&mut self, pkt: &Packet<'_>) {
+        let psn = pkt.bth.psn;
+        match pkt.info.operation {
+            Operation::RdmaReadRequest => {
+                // Re-executed from the saved request, from the PSN asked
+                // for: a requester resumes a partially answered Read there.
+                if let Some(r) = self
+                    .res
+                    .iter_mut()
+                    .find(|r| matches!(r.kind, ResourceKind::Read { .. }) && r.contains(psn))
+                {
+                    r.next_psn = psn;
+                    r.start_psn = psn;
+                    r.pending = true;
+                    r.replay = true;
+                }
+            }
+            Operation::CompareSwap | Operation::FetchAdd => {
+                // Never executed twice: the saved original value answers.
+                if let Some(r) = self
+                    .res
+                    .iter_mut()
+                    .find(|r| matches!(r.kind, ResourceKind::Atomic { .. }) && r.first_psn == psn)
+                {
+                    r.pending = true;
+                    r.replay = true;
+                }
+            }
+            _ => self.ack_pending = true,
+        }
+    }
+
+    /// Checks and executes a request at the expected PSN (RC and UC).
+    fn execute(
+        &mut self,
+        pkt: &Packet<'_>,
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+        out: &mut Outputs,
+    ) -> Step {
+        let info = pkt.info;
+        let pos = info.position;
+        let op = info.operation;
+        let mtu = attrs.path_mtu.bytes();
+        let plen = pkt.payload.len();
+        // IBA 9.7.5.2.1 / C9-? : the opcode must continue the message in
+        // progress, or start a new one if there is none.
+        let sequence_ok = match (self.in_msg, pos.starts_message()) {
+            (InMessage::None, true) => true,
+            (InMessage::Send, false) => op == Operation::Send,
+            (InMessage::Write, false) => op == Operation::RdmaWrite,
+            _ => false,
+        };
+        if !sequence_ok {
+            return Step::Fail(NakCode::InvalidRequest, None);
+        }
+        // Remote access must be enabled on the QP (IBA 10.2.4 / 11.2.4.2).
+        let allowed = match op {
+            Operation::Send => true,
+            Operation::RdmaWrite => attrs.access.contains(AccessFlags::REMOTE_WRITE),
+            Operation::RdmaReadRequest => attrs.access.contains(AccessFlags::REMOTE_READ),
+            Operation::CompareSwap | Operation::FetchAdd => {
+                attrs.access.contains(AccessFlags::REMOTE_ATOMIC)
+            }
+            _ => false,
+        };
+        if !allowed {
+            return Step::Fail(NakCode::InvalidRequest, None);
+        }
+        // IBA 9.7.5.2.? length checks: First and Middle carry exactly one
+        // MTU, Last between 1 byte and one MTU, Only at most one MTU.
+        let length_ok = match pos {
+            Position::First | Position::Middle => plen == mtu,
+            Position::Last => (1..=mtu).contains(&plen),
+            Position::Only => plen <= mtu,
+        };
+        if !length_ok {
+            return Step::Fail(NakCode::InvalidRequest, None);
+        }
+        let with_imm_write = op == Operation::RdmaWrite && info.has_immediate();
+        let needs_recv = (op == Operation::Send && pos.starts_message()) || with_imm_write;
+        let completes_recv = (op == Operation::Send && pos.ends_message()) || with_imm_write;
+        if completes_recv && out.completions.is_full() {
+            return Step::Busy;
+        }
+        if needs_recv && self.recv.is_none() {
+            match io.rq.pop() {
+                Some(wqe) => {
+                    self.recv = Some(wqe);
+                    self.recv_offset = 0;
+                }
+                None => return Step::Rnr,
+            }
+        }
+        match op {
+            Operation::Send => {
+                let Some(wqe) = self.recv else {
+                    return Step::Fail(NakCode::RemoteOperationalError, None);
+                };
+                if u64::from(self.recv_offset) + plen as u64 > u64::from(wqe.length) {
+                    // IBA 9.7.5.2.5: a message longer than the receive
+                    // buffer is an invalid request; locally a length error.
+                    return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::LocLenErr));
+                }
+                if let Err(err) = io.mem.scatter_recv(&wqe, self.recv_offset, pkt.payload) {
+                    let code = match err {
+                        LocalError::Length => NakCode::InvalidRequest,
+                        _ => NakCode::RemoteOperationalError,
+                    };
+                    return Step::Fail(code, Some(err.status()));
+                }
+                self.recv_offset += plen as u32;
+            }
+            Operation::RdmaWrite => {
+                if let Some(reth) = pkt.ext.reth {
+                    if let Err(err) =
+                        io.mem
+                            .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Write)
+                    {
+                        return Step::Fail(err.nak_code(), None);
+                    }
+                    self.write_va = reth.va;
+                    self.write_rkey = reth.rkey;
+                    self.write_remaining = reth.dma_len;
+                    self.write_total = reth.dma_len;
+                }
+                if plen as u64 > u64::from(self.write_remaining)
+                    || (pos.ends_message() && plen as u32 != self.write_remaining)
+                {
+                    return Step::Fail(NakCode::InvalidRequest, None);
+                }
+                if plen > 0 {
+                    if let Err(err) =
+                        io.mem
+                            .write_remote(self.write_rkey, self.write_va, pkt.payload)
+                    {
+                        return Step::Fail(err.nak_code(), None);
+                    }
+                }
+                self.write_va = self.write_va.wrapping_add(plen as u64);
+                self.write_remaining -= plen as u32;
+            }
+            Operation::RdmaReadRequest => {
+                let Some(reth) = pkt.ext.reth else {
+                    return Step::Fail(NakCode::InvalidRequest, None);
+                };
+                if let Err(err) =
+                    io.mem
+                        .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Read)
+                {
+                    return Step::Fail(err.nak_code(), None);
+                }
+                let npkts = if reth.dma_len == 0 {
+                    1
+                } else {
+                    reth.dma_len.div_ceil(mtu as u32)
+                };
+                let psn = pkt.bth.psn;
+                self.allocate(
+                    attrs,
+                    Resource {
+                        kind: ResourceKind::Read {
+                            va: reth.va,
+                            rkey: reth.rkey,
+                            len: reth.dma_len,
+                        },
+                        first_psn: psn,
+                        npkts,
+                        next_psn: psn,
+                        start_psn: psn,
+                        pending: true,
+                        replay: false,
+                    },
+                );
+                // IBA 9.7.1: the Read reserved one PSN per response packet.
+                self.epsn = self.epsn.wrapping_add(npkts);
+                self.msn = self.msn.next();
+                return Step::Done;
+            }
+            Operation::CompareSwap | Operation::FetchAdd => {
+                let Some(a) = pkt.ext.atomic_eth else {
+                    return Step::Fail(NakCode::InvalidRequest, None);
+                };
+                let atomic_op = if op == Operation::CompareSwap {
+                    AtomicOp::CompareSwap {
+                        compare: a.compare,
+                        swap: a.swap_add,
+                    }
+                } else {
+                    AtomicOp::FetchAdd { add: a.swap_add }
+                };
+                let orig = if a.va % 8 != 0 {
+                    Err(RemoteError::InvalidRequest)
+                } else {
+                    io.mem
+                        .check_remote(a.rkey, a.va, 8, RemoteAccess::Atomic)
+                        .and_then(|()| io.mem.atomic(a.rkey, a.va, atomic_op))
+                };
+                let orig = match orig {
+                    Ok(orig) => orig,
+                    Err(err) => return Step::Fail(err.nak_code(), None),
+                };
+                let psn = pkt.bth.psn;
+                self.allocate(
+                    attrs,
+                    Resource {
+                        kind: ResourceKind::Atomic { orig },
+                        first_psn: psn,
+                        npkts: 1,
+                        next_psn: psn,
+                        start_psn: psn,
+                        pending: true,
+                        replay: false,
+                    },
+                );
+                self.epsn = self.epsn.next();
+                self.msn = self.msn.next();
+                return Step::Done;
+            }
+            _ => return Step::Fail(NakCode::InvalidRequest, None),
+        }
+        self.epsn = self.epsn.next();
+        if !pos.ends_message() {
+            self.in_msg = if op == Operation::Send {
+                InMessage::Send
+            } else {
+                InMessage::Write
+            };
+            return Step::Done;
+        }
+        self.in_msg = InMessage::None;
+        self.msn = self.msn.next();
+        if completes_recv {
+            let Some(wqe) = self.recv.take() else {
+                return Step::Done;
+            };
+            let mut invalidated = None;
+            if let Some(ieth) = pkt.ext.ieth {
+                if io.mem.invalidate(ieth.rkey).is_err() {
+                    self.recv = Some(wqe);
+                    return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr));
+                }
+                invalidated = Some(ieth.rkey);
+            }
+            let (opcode, byte_len) = if with_imm_write {
+                (WcOpcode::RecvRdmaWithImm, self.write_total)
+            } else {
+                (WcOpcode::Recv, self.recv_offset)
+            };
+            let mut c = recv_completion(&wqe, WcStatus::Success, opcode, byte_len);
+            c.imm_data = pkt.ext.imm_dt.map(|i| i.imm_data);
+            c.invalidated_rkey = invalidated;
+            c.solicited = pkt.bth.solicited_event;
+            let _ = out.completions.push(c);
+        }
+        Step::Done
+    }
+
+    /// UC (IBA 9.8.3): no responses at all. A PSN gap abandons the message
+    /// in progress and everything up to the next First or Only packet; the
+    /// receive WQE it had taken is kept for the next message instead of
+    /// completing in error (the requester already reported success).
+    fn uc(&mut self, pkt: &Packet<'_>, attrs: &QpAttrs, io: &mut Io<'_>, out: &mut Outputs) {
+        let psn = pkt.bth.psn;
+        let starts = pkt.info.position.starts_message();
+        if psn != self.epsn {
+            self.abandon_message();
+            self.uc_drop = !starts;
+        }
+        self.epsn = psn;
+        if self.uc_drop {
+            if !starts {
+                self.epsn = psn.next();
+                return;
+            }
+            self.uc_drop = false;
+        }
+        match self.execute(pkt, attrs, io, out) {
+            Step::Done => {}
+            Step::Fail(_, Some(status)) if status == WcStatus::LocLenErr => {
+                self.fail_recv(Some(status), out);
+                self.abandon_message();
+                self.uc_drop = !pkt.info.position.ends_message();
+                self.epsn = psn.next();
+            }
+            _ => {
+                self.abandon_message();
+                self.uc_drop = !pkt.info.position.ends_message();
+                self.epsn = psn.next();
+            }
+        }
+    }
+
+    fn abandon_message(&mut self) {
+        self.in_msg = InMessage::None;
+        self.recv_offset = 0;
+    }
+
+    /// UD (IBA 10.2.5, 9.8.2): single-packet Sends, checked against the
+    /// Q_Key; anything that cannot be delivered is silently dropped.
+    fn ud(&mut self, pkt: &Packet<'_>, attrs: &QpAttrs, io: &mut Io<'_>, out: &mut Outputs) {
+        let Some(deth) = pkt.ext.deth else {
+            return;
+        };
+        // C10-? : a Q_Key mismatch drops the datagram.
+        if deth.qkey != attrs.qkey || pkt.info.operation != Operation::Send {
+            return;
+        }
+        if out.completions.is_full() {
+            return;
+        }
+        let Some(wqe) = io.rq.pop() else {
+            return;
+        };
+        let len = pkt.payload.len() as u32;
+        let status = if u64::from(len) + u64::from(UD_GRH_LEN) > u64::from(wqe.length) {
+            WcStatus::LocLenErr
+        } else {
+            match io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload) {
+                Ok(()) => WcStatus::Success,
+                Err(err) => err.status(),
+            }
+        };
+        let mut c = recv_completion(&wqe, status, WcOpcode::Recv, len + UD_GRH_LEN);
+        c.imm_data = pkt.ext.imm_dt.map(|i| i.imm_data);
+        c.src_qp = deth.src_qp;
+        c.solicited = pkt.bth.solicited_event;
+        let _ = out.completions.push(c);
+    }
+
+    /// The next response packet: owed Read responses and atomic ACKs in
+    /// PSN order, then a NAK or the (coalesced) ACK.
+    pub(super) fn poll_transmit(
+        &mut self,
+        buf: &mut [u8],
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+    ) -> Result<Option<Transmit>, Fault> {
+        if attrs.qp_type != QpType::Rc {
+            return Ok(None);
+        }
+        let in_error = attrs.state == QpState::Err;
+        if in_error {
+            // Only the NAK reporting the error that caused it leaves ERR.
+            if !matches!(self.nak, Some((_, Syndrome::Nak(_)))) {
+                return Ok(None);
+            }
+        } else if !matches!(
+            attrs.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) {
+            return Ok(None);
+        }
+        let credit = Self::credit_code(io);
+        let bth = Bth {
+            pkey: attrs.pkey,
+            dest_qp: attrs.dest_qpn,
+            ..Bth::default()
+        };
+        if !in_error {
+            let epsn = self.epsn;
+            let next = (0..Self::resource_count(attrs))
+                .filter(|&i| self.res[i].pending)
+                .min_by_key(|&i| self.res[i].next_psn.diff(epsn));
+            if let Some(i) = next {
+                return self.respond(i, buf, attrs, io, credit, bth);
+            }
+        }
+        let (psn, syndrome) = if let Some(nak) = self.nak.take() {
+            nak
+        } else if self.ack_pending && !in_error {
+            (self.epsn.prev(), Syndrome::Ack(credit))
+        } else {
+            return Ok(None);
+        };
+        self.ack_pending = false;
+        if let Syndrome::Ack(code) = syndrome {
+            self.advertised_zero = code.credits() == Some(0);
+        }
+        let ext = ExtHeaders {
+            aeth: Some(Aeth {
+                syndrome,
+                msn: self.msn,
+            }),
+            ..ExtHeaders::default()
+        };
+        let bth = Bth {
+            opcode: codes::RC_ACKNOWLEDGE,
+            psn,
+            ..bth
+        };
+        let len =
+            write_with(buf, &bth, &ext, 0, |_| Ok::<(), ()>(())).map_err(|_| Fault::Internal)?;
+        Ok(Some(Transmit {
+            len,
+            dest_qpn: attrs.dest_qpn,
+            ah: None,
+            retransmission: false,
+        }))
+    }
+
+    /// One response packet of resource `i`.
+    fn respond(
+        &mut self,
+        i: usize,
+        buf: &mut [u8],
+        attrs: &QpAttrs,
+        io: &mut Io<'_>,
+        credit: CreditCode,
+        bth: Bth,
+    ) -> Result<Option<Transmit>, Fault> {
+        let r = self.res[i];
+        let aeth = Some(Aeth {
+            syndrome: Syndrome::Ack(credit),
+            msn: self.msn,
+        });
+        let psn = r.next_psn;
+        let written = match r.kind {
+            ResourceKind::Read { va, rkey, len } => {
+                let mtu = attrs.path_mtu.bytes() as u32;
+                let k = r.first_psn.distance_to(psn);
+                let offset = k * mtu;
+                let plen = (len - offset.min(len)).min(mtu);
+                let last = k + 1 >= r.npkts;
+                // IBA 9.3.5: First, Last and Only carry an AETH, Middle does
+                // not.
+                let opcode = match (psn == r.start_psn, last) {
+                    (true, true) => codes::RC_RDMA_READ_RESPONSE_ONLY,
+                    (true, false) => codes::RC_RDMA_READ_RESPONSE_FIRST,
+                    (false, true) => codes::RC_RDMA_READ_RESPONSE_LAST,
+                    (false, false) => codes::RC_RDMA_READ_RESPONSE_MIDDLE,
+                };
+                let ext = ExtHeaders {
+                    aeth: if opcode == codes::RC_RDMA_READ_RESPONSE_MIDDLE {
+                        None
+                    } else {
+                        aeth
+                    },
+                    ..ExtHeaders::default()
+                };
+                let bth = Bth { opcode, psn, ..bth };
+                let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
+                    io.mem
+                        .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
+                });
+                let slot = &mut self.res[i];
+                slot.next_psn = psn.next();
+                slot.pending = !last;
+                res
+            }
+            ResourceKind::Atomic { orig } => {
+                let ext = ExtHeaders {
+                    aeth,
+                    atomic_ack_eth: Some(AtomicAckEth {
+                        orig_remote_data: orig,
+                    }),
+                    ..ExtHeaders::default()
+                };
+                let bth = Bth {
+                    opcode: codes::RC_ATOMIC_ACKNOWLEDGE,
+                    psn,
+                    ..bth
+                };
+                self.res[i].pending = false;
+                write_with(buf, &bth, &ext, 0, |_| Ok::<(), RemoteError>(()))
+            }
+            ResourceKind::Free => {
+                self.res[i].pending = false;
+                return Ok(None);
+            }
+        };
+        match written {
+            Ok(len) => Ok(Some(Transmit {
+                len,
+                dest_qpn: attrs.dest_qpn,
+                ah: None,
+                retransmission: r.replay,
+            })),
+            Err(WriteError::Local(_)) => {
+                // The region went away under a Read in progress: the
+                // responder cannot complete it (NAK Remote Operational
+                // Error at the response PSN, then ERR).
+                self.res[i].pending = false;
+                self.nak = Some((psn, Syndrome::Nak(NakCode::RemoteOperationalError)));
+                Err(Fault::Error)
+            }
+            Err(WriteError::Packet) => Err(Fault::Internal),
+        }
+    }
+
+    /// The next flushed receive completion once the QP is in ERR (IBA
+    /// 10.3.1.7); an SRQ is left alone.
+    pub(super) fn flush_next(&mut self, io: &mut Io<'_>) -> Option<Completion> {
+        let wqe = match self.recv.take() {
+            Some(wqe) => wqe,
+            None if io.rq.is_shared() => return None,
+            None => io.rq.pop()?,
+        };
+        Some(recv_completion(
+            &wqe,
+            WcStatus::WrFlushErr,
+            WcOpcode::Recv,
+            0,
+        ))
+    }
+}
+
+/// A receive completion without immediate data, invalidation or source QP.
+fn recv_completion(wqe: &RecvWqe, status: WcStatus, opcode: WcOpcode, byte_len: u32) -> Completion {
+    Completion {
+        wr_id: wqe.wr_id,
+        status,
+        opcode,
+        byte_len,
+        imm_data: None,
+        invalidated_rkey: None,
+        src_qp: 0,
+        solicited: false,
+        queue: WorkQueue::Recv,
+    }
+}

@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Deterministic two-endpoint simulation of the QP engine (tests only).
+//!
+//! Two [`Qp`]s with vector-backed queues and memory are joined by a
+//! channel that drops, duplicates, reorders and delays packets according
+//! to a seeded xorshift generator. Time is virtual: when neither endpoint
+//! has anything to send and no packet is due, the clock jumps to the next
+//! packet arrival or QP deadline. A run is a pure function of its seed.
+
+mod tests;
+
+use super::packet;
+use super::qp::completion::{AsyncEvent, Completion};
+use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
+use super::qp::wqe::{RecvQueue, RecvWqe, SendQueue, SendWqe};
+use super::qp::{AccessFlags, Io, ModifyQp, Qp, QpState, QpType, MAX_PACKET_LEN};
+use std::collections::{BTreeMap, VecDeque};
+use std::vec;
+use std::vec::Vec;
+
+/// xorshift64*: tiny, seedable, good enough to pick fates for packets.
+#[derive(Clone, Debug)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn new(seed: u64) -> Self {
+        Self(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
+/// The seed of a test: `RRXE_SIM_SEED` if set, else `default`.
+pub fn seed_or(default: u64) -> u64 {
+    match std::env::var("RRXE_SIM_SEED") {
+        Ok(s) => {
+            let s = s.trim();
+            let parsed = if let Some(hex) = s.strip_prefix("0x") {
+                u64::from_str_radix(hex, 16)
+            } else {
+                s.parse()
+            };
+            parsed.expect("RRXE_SIM_SEED must be a decimal or 0x-hex u64")
+        }
+        Err(_) => default,
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct FakeSq {
+    pub wqes: Vec<SendWqe>,
+    pub consumer: u32,
+}
+
+impl SendQueue for FakeSq {
+    fn consumer(&self) -> u32 {
+        self.consumer
+    }
+    fn producer(&self) -> u32 {
+        self.wqes.len() as u32
+    }
+    fn get(&self, index: u32) -> Option<SendWqe> {
+        self.wqes.get(index as usize).copied()
+    }
+    fn retire(&mut self, index: u32) {
+        assert_eq!(index, self.consumer, "send WQEs must retire in order");
+        self.consumer += 1;
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct FakeRq {
+    pub queue: VecDeque<RecvWqe>,
+    pub shared: bool,
+}
+
+impl RecvQueue for FakeRq {
+    fn pop(&mut self) -> Option<RecvWqe> {
+        self.queue.pop_front()
+    }
+    fn posted(&self) -> u32 {
+        self.queue.len() as u32
+    }
+    fn is_shared(&self) -> bool {
+        self.shared
+    }
+}
+
+#[derive(Debug)]
+pub struct Region {
+    pub va: u64,
+    pub data: Vec<u8>,
+    pub access: AccessFlags,
+    pub valid: bool,
+}
+
+#[derive(Default, Debug)]
+pub struct FakeMem {
+    /// Per send WQE index: gather source, or Read / atomic target.
+    pub send_bufs: BTreeMap<u32, Vec<u8>>,
+    /// Per receive WQE id.
+    pub recv_bufs: BTreeMap<u32, Vec<u8>>,
+    /// By R_Key.
+    pub regions: BTreeMap<u32, Region>,
+    pub atomic_calls: u64,
+    pub invalidated: Vec<u32>,
+}
+
+impl FakeMem {
+    fn region(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<&mut [u8], RemoteError> {
+        let r = self.regions.get_mut(&rkey).ok_or(RemoteError::Access)?;
+        if !r.valid || !r.access.contains(access) || va < r.va {
+            return Err(RemoteError::Access);
+        }
+        let start = (va - r.va) as usize;
+        r.data
+            .get_mut(start..start + len)
+            .ok_or(RemoteError::Access)
+    }
+}
+
+fn access_of(access: RemoteAccess) -> AccessFlags {
+    match access {
+        RemoteAccess::Write => AccessFlags::REMOTE_WRITE,
+        RemoteAccess::Read => AccessFlags::REMOTE_READ,
+        RemoteAccess::Atomic => AccessFlags::REMOTE_ATOMIC,
+    }
+}
+
+impl Memory for FakeMem {
+    fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError> {
+        let buf = self
+            .send_bufs
+            .get(&sq_index)
+            .ok_or(LocalError::Protection)?;
+        let src = buf
+            .get(offset as usize..offset as usize + dst.len())
+            .ok_or(LocalError::Length)?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+    fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+        let buf = self
+            .send_bufs
+            .get_mut(&sq_index)
+            .ok_or(LocalError::Protection)?;
+        let dst = buf
+            .get_mut(offset as usize..offset as usize + src.len())
+            .ok_or(LocalError::Length)?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+    fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+        let buf = self
+            .recv_bufs
+            .get_mut(&wqe.id)
+            .ok_or(LocalError::Protection)?;
+        let dst = buf
+            .get_mut(offset as usize..offset as usize + src.len())
+            .ok_or(LocalError::Length)?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+    fn check_remote(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        access: RemoteAccess,
+    ) -> Result<(), RemoteError> {
+        self.region(rkey, va, len as usize, access_of(access))
+            .map(|_| ())
+    }
+    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+        self.region(rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
+            .copy_from_slice(src);
+        Ok(())
+    }
+    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+        dst.copy_from_slice(self.region(rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
+        Ok(())
+    }
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+        if va % 8 != 0 {
+            return Err(RemoteError::InvalidRequest);
+        }
+        let target = self.region(rkey, va, 8, AccessFlags::REMOTE_ATOMIC)?;
+        let orig = u64::from_le_bytes(target.try_into().unwrap());
+        let new = match op {
+            AtomicOp::CompareSwap { compare, swap } => {
+                if orig == compare {
+                    swap
+                } else {
+                    orig
+                }
+            }
+            AtomicOp::FetchAdd { add } => orig.wrapping_add(add),
+        };
+        target.copy_from_slice(&new.to_le_bytes());
+        self.atomic_calls += 1;
+        Ok(orig)
+    }
+    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
+        let r = self
+            .regions
+            .get_mut(&rkey)
+            .ok_or(RemoteError::InvalidRequest)?;
+        r.valid = false;
+        self.invalidated.push(rkey);
+        Ok(())
+    }
+    fn local_operation(&mut self, _sq_index: u32, _wqe: &SendWqe) -> Result<(), LocalError> {
+        Ok(())
+    }
+}
+
+/// A QP with its queues and memory, and everything it reported.
+pub struct Node {
+    pub qp: Qp,
+    pub sq: FakeSq,
+    pub rq: FakeRq,
+    pub mem: FakeMem,
+    pub completions: Vec<Completion>,
+    pub events: Vec<AsyncEvent>,
+    next_recv_id: u32,
+}
+
+impl Node {
+    pub fn new(qp_type: QpType, qpn: u32) -> Self {
+        Self {
+            qp: Qp::new(qp_type, qpn),
+            sq: FakeSq::default(),
+            rq: FakeRq::default(),
+            mem: FakeMem::default(),
+            completions: Vec::new(),
+            events: Vec::new(),
+            next_recv_id: 0,
+        }
+    }
+
+    /// Runs `f` with the QP and an [`Io`] over this node's fakes.
+    pub fn with<R>(&mut self, f: impl FnOnce(&mut Qp, &mut Io<'_>) -> R) -> R {
+        let mut io = Io {
+            sq: &mut self.sq,
+            rq: &mut self.rq,
+            mem: &mut self.mem,
+        };
+        f(&mut self.qp, &mut io)
+    }
+
+    pub fn modify(&mut self, m: ModifyQp) {
+        self.with(|qp, io| qp.modify(&m, io)).expect("modify");
+    }
+
+    /// Posts a send WQE with `data` as its local buffer; returns its index.
+    pub fn post_send(&mut self, wqe: SendWqe, data: Vec<u8>) -> u32 {
+        let index = self.sq.wqes.len() as u32;
+        self.sq.wqes.push(wqe);
+        self.mem.send_bufs.insert(index, data);
+        self.with(|qp, io| qp.post_send(io));
+        index
+    }
+
+    /// Posts a receive WQE of `len` bytes; returns its id.
+    pub fn post_recv(&mut self, wr_id: u64, len: u32) -> u32 {
+        let id = self.next_recv_id;
+        self.next_recv_id += 1;
+        self.mem.recv_bufs.insert(id, vec![0; len as usize]);
+        self.rq.queue.push_back(RecvWqe {
+            wr_id,
+            length: len,
+            id,
+        });
+        self.with(|qp, io| qp.post_recv(io));
+        id
+    }
+
+    pub fn add_region(&mut self, rkey: u32, va: u64, data: Vec<u8>) {
+        self.mem.regions.insert(
+            rkey,
+            Region {
+                va,
+                data,
+                access: AccessFlags::ALL,
+                valid: true,
+            },
+        );
+    }
+
+    fn drain(&mut self) {
+        while let Some(c) = self.with(|qp, io| qp.poll_completion(io)) {
+            self.completions.push(c);
+        }
+        while let Some(e) = self.qp.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    pub fn send_completions(&self) -> Vec<Completion> {
+        self.completions
+            .iter()
+            .filter(|c| c.queue == super::qp::completion::WorkQueue::Send)
+            .copied()
+            .collect()
+    }
+
+    pub fn recv_completions(&self) -> Vec<Completion> {
+        self.completions
+            .iter()
+            .filter(|c| c.queue == super::qp::completion::WorkQueue::Recv)
+            .copied()
+            .collect()
+    }
+}
+
+/// Channel impairments, per packet and independent per direction.
+#[derive(Clone, Copy, Debug)]
+pub struct Link {
+    pub loss: f64,
+    pub dup: f64,
+    pub reorder: f64,
+    /// One-way latency, ns.
+    pub latency: u64,
+}
+
+impl Link {
+    pub const PERFECT: Self = Self {
+        loss: 0.0,
+        dup: 0.0,
+        reorder: 0.0,
+        latency: 2_000,
+    };
+}
+
+struct Flight {
+    at: u64,
+    seq: u64,
+    to: usize,
+    bytes: Vec<u8>,
+}
+
+/// Connection parameters of [`Pair::connect`].
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub qp_type: QpType,
+    pub mtu: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub min_rnr_timer: u8,
+    pub rd_atomic: u8,
+    pub sq_psn: [u32; 2],
+}
+
+impl Setup {
+    pub const fn rc() -> Self {
+        Self {
+            qp_type: QpType::Rc,
+            mtu: 1,
+            timeout: 8,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            rd_atomic: 8,
+            sq_psn: [100, 0x00FF_FFF0],
+        }
+    }
+}
+
+pub struct Pair {
+    pub nodes: [Node; 2],
+    pub now: u64,
+    pub rng: XorShift,
+    /// Impairments of the A->B and B->A directions.
+    pub links: [Link; 2],
+    flights: Vec<Flight>,
+    seq: u64,
+    /// Packets put on the wire by each node (before impairment).
+    pub sent: [u64; 2],
+    pub retransmitted: [u64; 2],
+    buf: Vec<u8>,
+}
+
+pub const A: usize = 0;
+pub const B: usize = 1;
+pub const QPN: [u32; 2] = [0x11, 0x22];
+pub const QKEY: u32 = 0x1234_5678;
+
+impl Pair {
+    /// Two QPs brought to RTS and pointed at each other.
+    pub fn connect(setup: Setup, seed: u64, link: Link) -> Self {
+        let mut pair = Self {
+            nodes: [
+                Node::new(setup.qp_type, QPN[A]),
+                Node::new(setup.qp_type, QPN[B]),
+            ],
+            now: 1_000_000,
+            rng: XorShift::new(seed),
+            links: [link; 2],
+            flights: Vec::new(),
+            seq: 0,
+            sent: [0; 2],
+            retransmitted: [0; 2],
+            buf: vec![0; MAX_PACKET_LEN],
+        };
+        let connected = setup.qp_type != QpType::Ud;
+        for i in 0..2 {
+            let node = &mut pair.nodes[i];
+            node.modify(ModifyQp {
+                state: Some(QpState::Init),
+                qkey: Some(QKEY),
+                access: Some(AccessFlags::ALL),
+                ..ModifyQp::default()
+            });
+            node.modify(ModifyQp {
+                state: Some(QpState::Rtr),
+                path_mtu: Some(setup.mtu),
+                dest_qpn: connected.then_some(QPN[1 - i]),
+                rq_psn: connected.then_some(setup.sq_psn[1 - i]),
+                max_dest_rd_atomic: Some(setup.rd_atomic),
+                min_rnr_timer: Some(setup.min_rnr_timer),
+                ..ModifyQp::default()
+            });
+            node.modify(ModifyQp {
+                state: Some(QpState::Rts),
+                sq_psn: Some(setup.sq_psn[i]),
+                timeout: Some(setup.timeout),
+                retry_cnt: Some(setup.retry_cnt),
+                rnr_retry: Some(setup.rnr_retry),
+                max_rd_atomic: Some(setup.rd_atomic),
+                ..ModifyQp::default()
+            });
+        }
+        pair
+    }
+
+    /// Moves every packet either node has to send into the channel.
+    fn transmit(&mut self) -> bool {
+        let mut any = false;
+        for from in 0..2 {
+            loop {
+                let now = self.now;
+                let buf = &mut self.buf;
+                let Some(t) = self.nodes[from].with(|qp, io| qp.poll_transmit(now, buf, io)) else {
+                    break;
+                };
+                any = true;
+                self.sent[from] += 1;
+                if t.retransmission {
+                    self.retransmitted[from] += 1;
+                }
+                let bytes = self.buf[..t.len].to_vec();
+                let link = self.links[from];
+                let copies = if self.rng.chance(link.dup) { 2 } else { 1 };
+                for _ in 0..copies {
+                    if self.rng.chance(link.loss) {
+                        continue;
+                    }
+                    let mut at = now + link.latency;
+                    if self.rng.chance(link.reorder) {
+                        at += self.rng.below(4 * link.latency + 1);
+                    }
+                    self.seq += 1;
+                    self.flights.push(Flight {
+                        at,
+                        seq: self.seq,
+                        to: 1 - from,
+                        bytes: bytes.clone(),
+                    });
+                }
+            }
+        }
+        any
+    }
+
+    /// Delivers the earliest due packet; false if none is due.
+    fn deliver_one(&mut self) -> bool {
+        let Some(i) = self
+            .flights
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.at <= self.now)
+            .min_by_key(|(_, f)| (f.at, f.seq))
+            .map(|(i, _)| i)
+        else {
+            return false;
+        };
+        let f = self.flights.swap_remove(i);
+        let pkt = packet::parse(&f.bytes, None).expect("engine emitted a malformed packet");
+        let now = self.now;
+        if std::env::var_os("RRXE_SIM_TRACE").is_some() {
+            std::eprintln!(
+                "{now:>12} {}->{} {:<36} psn {:#08x} ack_req {} aeth {:?} len {}",
+                ["A", "B"][1 - f.to],
+                ["A", "B"][f.to],
+                pkt.info.name,
+                pkt.bth.psn.get(),
+                pkt.bth.ack_req,
+                pkt.ext.aeth.map(|a| (a.syndrome, a.msn.get())),
+                pkt.payload.len()
+            );
+        }
+        self.nodes[f.to].with(|qp, io| qp.handle_packet(now, &pkt, io));
+        true
+    }
+
+    /// One step: send what can be sent, deliver what is due, else move the
+    /// clock to the next event and fire timers. False when nothing can
+    /// ever happen again.
+    pub fn step(&mut self) -> bool {
+        let sent = self.transmit();
+        for n in &mut self.nodes {
+            n.drain();
+        }
+        if self.deliver_one() || sent {
+            return true;
+        }
+        let next_flight = self.flights.iter().map(|f| f.at).min();
+        let deadlines = self.nodes.iter().filter_map(|n| n.qp.poll_timeout());
+        let Some(next) = next_flight.into_iter().chain(deadlines).min() else {
+            return false;
+        };
+        self.now = self.now.max(next);
+        let now = self.now;
+        for n in &mut self.nodes {
+            if matches!(n.qp.poll_timeout(), Some(d) if d <= now) {
+                n.with(|qp, io| qp.handle_timeout(now, io));
+            }
+        }
+        true
+    }
+
+    /// Steps until `done` holds or nothing can happen; returns whether
+    /// `done` held. Panics past `max_steps` (a livelock).
+    pub fn run_until(&mut self, max_steps: u64, mut done: impl FnMut(&Self) -> bool) -> bool {
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            if !self.step() {
+                for n in &mut self.nodes {
+                    n.drain();
+                }
+                return done(self);
+            }
+        }
+        panic!("simulation did not settle within {max_steps} steps");
+    }
+}

@@ -1,0 +1,1217 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Simulated end-to-end tests. Every randomised test derives all of its
+//! choices from one seed and names it on failure; rerun a failing case
+//! with `RRXE_SIM_SEED=<seed> cargo test <test name>`.
+
+#![cfg(test)]
+
+use super::*;
+use crate_paths::*;
+use proptest::prelude::*;
+use std::format;
+use std::string::String;
+
+/// Paths to the engine, kept in one place.
+mod crate_paths {
+    pub use super::super::super::qp::completion::{WcOpcode, WcStatus};
+    pub use super::super::super::qp::wqe::{RemoteAddr, SendFlags, SendOpcode, UdDest};
+    pub use super::super::super::qp::QpType;
+}
+
+/// One work request of a scenario.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Send(u32),
+    SendImm(u32),
+    Write(u32),
+    WriteImm(u32),
+    Read(u32),
+    FetchAdd(u64),
+    CmpSwap { hit: bool, swap: u64 },
+}
+
+const COUNTER_RKEY: u32 = 0xC0;
+const COUNTER_VA: u64 = 0x8000_0000;
+const COUNTER_INIT: u64 = 1000;
+const RECV_LEN: u32 = 64 * 1024;
+
+fn rkey_of(i: usize) -> u32 {
+    0x1000 + i as u32
+}
+
+fn va_of(i: usize) -> u64 {
+    0x10_0000_0000 + ((i as u64) << 20) + 4
+}
+
+fn random_len(rng: &mut XorShift) -> u32 {
+    match rng.below(10) {
+        0..=4 => rng.below(300) as u32,
+        5..=7 => rng.below(8 * 1024) as u32,
+        _ => rng.below(64 * 1024 + 1) as u32,
+    }
+}
+
+fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
+    (0..n)
+        .map(|_| match rng.below(7) {
+            0 => Op::Send(random_len(rng)),
+            1 => Op::SendImm(random_len(rng)),
+            2 => Op::Write(random_len(rng)),
+            3 => Op::WriteImm(random_len(rng)),
+            4 => Op::Read(random_len(rng)),
+            5 => Op::FetchAdd(rng.below(1 << 40)),
+            _ => Op::CmpSwap {
+                hit: rng.chance(0.5),
+                swap: rng.next_u64(),
+            },
+        })
+        .collect()
+}
+
+/// What a scenario run found.
+struct Outcome {
+    pair: Pair,
+    ops: Vec<Op>,
+    sources: Vec<Vec<u8>>,
+    /// Expected original value returned by each atomic, by op index.
+    atomic_orig: BTreeMap<usize, u64>,
+    counter: u64,
+}
+
+/// Posts `ops` on A towards B and runs to completion.
+fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) -> Outcome {
+    let mut pair = Pair::connect(setup, seed, link);
+    let mut rng = XorShift::new(seed.rotate_left(17));
+    pair.nodes[B].add_region(
+        COUNTER_RKEY,
+        COUNTER_VA,
+        COUNTER_INIT.to_le_bytes().to_vec(),
+    );
+    let consuming = ops
+        .iter()
+        .filter(|op| matches!(op, Op::Send(_) | Op::SendImm(_) | Op::WriteImm(_)))
+        .count();
+    if !recvs_late {
+        for r in 0..consuming {
+            pair.nodes[B].post_recv(r as u64, RECV_LEN);
+        }
+    }
+    let mut sources = Vec::new();
+    let mut atomic_orig = BTreeMap::new();
+    let mut counter = COUNTER_INIT;
+    for (i, op) in ops.iter().enumerate() {
+        let mut wqe = SendWqe {
+            wr_id: i as u64,
+            flags: SendFlags::SIGNALED,
+            remote: RemoteAddr {
+                va: va_of(i),
+                rkey: rkey_of(i),
+            },
+            ..SendWqe::default()
+        };
+        let (opcode, len, local) = match *op {
+            Op::Send(n) => (SendOpcode::Send, n, rng.bytes(n as usize)),
+            Op::SendImm(n) => (SendOpcode::SendWithImm(i as u32), n, rng.bytes(n as usize)),
+            Op::Write(n) | Op::WriteImm(n) => {
+                pair.nodes[B].add_region(rkey_of(i), va_of(i), vec![0; n as usize]);
+                let opcode = if matches!(op, Op::Write(_)) {
+                    SendOpcode::RdmaWrite
+                } else {
+                    SendOpcode::RdmaWriteWithImm(!(i as u32))
+                };
+                (opcode, n, rng.bytes(n as usize))
+            }
+            Op::Read(n) => {
+                let data = rng.bytes(n as usize);
+                pair.nodes[B].add_region(rkey_of(i), va_of(i), data.clone());
+                sources.push(data);
+                (SendOpcode::RdmaRead, n, vec![0; n as usize])
+            }
+            Op::FetchAdd(add) => {
+                wqe.remote = RemoteAddr {
+                    va: COUNTER_VA,
+                    rkey: COUNTER_RKEY,
+                };
+                atomic_orig.insert(i, counter);
+                counter = counter.wrapping_add(add);
+                (SendOpcode::AtomicFetchAdd { add }, 8, vec![0; 8])
+            }
+            Op::CmpSwap { hit, swap } => {
+                wqe.remote = RemoteAddr {
+                    va: COUNTER_VA,
+                    rkey: COUNTER_RKEY,
+                };
+                let compare = if hit { counter } else { !counter };
+                atomic_orig.insert(i, counter);
+                if hit {
+                    counter = swap;
+                }
+                (SendOpcode::AtomicCmpSwap { compare, swap }, 8, vec![0; 8])
+            }
+        };
+        if !matches!(op, Op::Read(_)) {
+            sources.push(local.clone());
+        }
+        wqe.opcode = opcode;
+        wqe.length = len;
+        pair.nodes[A].post_send(wqe, local);
+    }
+    let n = ops.len();
+    if recvs_late {
+        // Let the requester run into RNR NAKs first.
+        pair.run_until(2_000, |p| p.now > 3_000_000);
+        for r in 0..consuming {
+            pair.nodes[B].post_recv(r as u64, RECV_LEN);
+        }
+    }
+    let settled = pair.run_until(20_000_000, |p| {
+        let a_done = p.nodes[A].send_completions().len() == n;
+        let failed = p.nodes[A]
+            .send_completions()
+            .iter()
+            .any(|c| c.status != WcStatus::Success);
+        a_done && (failed || p.nodes[B].recv_completions().len() == consuming)
+    });
+    assert!(settled, "simulation stalled at t={} ns", pair.now);
+    Outcome {
+        pair,
+        ops,
+        sources,
+        atomic_orig,
+        counter,
+    }
+}
+
+/// Checks a finished scenario. With `allow_retry_exc`, the run may end in
+/// RetryExcErr (legitimate under heavy random loss: the retry counter
+/// allows only seven consecutive fruitless retries); everything before it
+/// must still be exact.
+fn check(o: &Outcome, allow_retry_exc: bool) -> Result<(), String> {
+    let a = &o.pair.nodes[A];
+    let b = &o.pair.nodes[B];
+    let sends = a.send_completions();
+    if sends.len() != o.ops.len() {
+        return Err(format!(
+            "{} send completions for {} WRs",
+            sends.len(),
+            o.ops.len()
+        ));
+    }
+    let mut failed_at = None;
+    for (i, c) in sends.iter().enumerate() {
+        if c.wr_id != i as u64 {
+            return Err(format!(
+                "completion {i} has wr_id {} (out of order)",
+                c.wr_id
+            ));
+        }
+        match (failed_at, c.status) {
+            (None, WcStatus::Success) => {}
+            (None, WcStatus::RetryExcErr) if allow_retry_exc => failed_at = Some(i),
+            (Some(_), WcStatus::WrFlushErr) => {}
+            (_, s) => return Err(format!("WR {i} ({:?}) completed with {s:?}", o.ops[i])),
+        }
+    }
+    let ok = failed_at.unwrap_or(o.ops.len());
+    let mut recvs = b.recv_completions().into_iter();
+    let mut recv_index = 0u32;
+    let mut atomics = 0;
+    for (i, op) in o.ops.iter().enumerate().take(ok) {
+        let local = &a.mem.send_bufs[&(i as u32)];
+        match *op {
+            Op::Send(n) | Op::SendImm(n) => {
+                let c = recvs
+                    .next()
+                    .ok_or(format!("no recv completion for WR {i}"))?;
+                let data = &b.mem.recv_bufs[&recv_index];
+                recv_index += 1;
+                if c.status != WcStatus::Success || c.byte_len != n || c.opcode != WcOpcode::Recv {
+                    return Err(format!("recv for WR {i}: {c:?}"));
+                }
+                let imm = matches!(op, Op::SendImm(_)).then_some(i as u32);
+                if c.imm_data != imm {
+                    return Err(format!("recv for WR {i}: imm {:?}", c.imm_data));
+                }
+                if data[..n as usize] != o.sources[i][..] {
+                    return Err(format!("send WR {i}: payload differs"));
+                }
+            }
+            Op::Write(_) | Op::WriteImm(_) => {
+                if b.mem.regions[&rkey_of(i)].data != o.sources[i] {
+                    return Err(format!("write WR {i}: target differs"));
+                }
+                if let Op::WriteImm(n) = *op {
+                    let c = recvs
+                        .next()
+                        .ok_or(format!("no recv completion for WR {i}"))?;
+                    recv_index += 1;
+                    if c.opcode != WcOpcode::RecvRdmaWithImm
+                        || c.imm_data != Some(!(i as u32))
+                        || c.byte_len != n
+                    {
+                        return Err(format!("write-imm WR {i}: {c:?}"));
+                    }
+                }
+            }
+            Op::Read(_) => {
+                if *local != o.sources[i] {
+                    return Err(format!("read WR {i}: local buffer differs"));
+                }
+            }
+            Op::FetchAdd(_) | Op::CmpSwap { .. } => {
+                atomics += 1;
+                let got = u64::from_ne_bytes(local[..8].try_into().unwrap());
+                if got != o.atomic_orig[&i] {
+                    return Err(format!(
+                        "atomic WR {i}: returned {got}, expected {}",
+                        o.atomic_orig[&i]
+                    ));
+                }
+            }
+        }
+    }
+    if failed_at.is_none() {
+        if recvs.next().is_some() {
+            return Err("extra recv completion".into());
+        }
+        let counter =
+            u64::from_le_bytes(b.mem.regions[&COUNTER_RKEY].data[..8].try_into().unwrap());
+        if counter != o.counter {
+            return Err(format!("counter {counter}, expected {}", o.counter));
+        }
+        // Exactly once: one Memory::atomic call per atomic WR, duplicates
+        // answered from responder resources.
+        if b.mem.atomic_calls != atomics {
+            return Err(format!(
+                "{} atomic executions for {atomics} atomics",
+                b.mem.atomic_calls
+            ));
+        }
+    } else if b.mem.atomic_calls < atomics {
+        return Err("an acknowledged atomic was not executed".into());
+    }
+    Ok(())
+}
+
+/// A whole random scenario from one seed.
+fn scenario(seed: u64) -> Result<(), String> {
+    if std::env::var_os("RRXE_SIM_STATS").is_some() {
+        std::eprintln!("start {seed:#x}");
+    }
+    let mut rng = XorShift::new(seed);
+    let mut setup = Setup::rc();
+    setup.mtu = 1 + rng.below(5) as u8;
+    setup.rd_atomic = 1 + rng.below(8) as u8;
+    setup.sq_psn = [rng.below(1 << 24) as u32, rng.below(1 << 24) as u32];
+    let loss = [0.0, 0.0, 0.01, 0.05, 0.2][rng.below(5) as usize];
+    let link = Link {
+        loss,
+        dup: [0.0, 0.02, 0.1][rng.below(3) as usize],
+        reorder: [0.0, 0.02, 0.1][rng.below(3) as usize],
+        latency: 1_000 + rng.below(20_000),
+    };
+    let n = 1 + rng.below(10) as usize;
+    let ops = random_ops(&mut rng, n);
+    let late = rng.chance(0.2);
+    let o = run_ops(setup, seed, link, ops, late);
+    if std::env::var_os("RRXE_SIM_STATS").is_some() {
+        std::eprintln!(
+            "seed {seed:#x} loss {loss} mtu {} ops {} sent {:?} retx {:?} t {} status {:?}",
+            setup.mtu,
+            o.ops.len(),
+            o.pair.sent,
+            o.pair.retransmitted,
+            o.pair.now,
+            o.pair.nodes[A]
+                .send_completions()
+                .iter()
+                .map(|c| c.status)
+                .find(|s| *s != WcStatus::Success)
+        );
+    }
+    check(&o, loss >= 0.2).map_err(|e| {
+        format!(
+            "{e}\n  reproduce: RRXE_SIM_SEED={seed:#x} cargo test sim::tests::\n  setup {setup:?}\n  link {link:?}\n  ops {:?}",
+            o.ops
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Random sends, writes, reads and atomics of 0..64 KiB at random MTUs
+    /// over a channel with random loss (up to 20%), duplication and
+    /// reordering: every WR completes exactly once, in order, with the
+    /// right data and atomics applied once.
+    #[test]
+    fn random_rc_scenarios(seed in any::<u64>()) {
+        if let Err(e) = scenario(seed) {
+            prop_assert!(false, "seed {:#x}: {}", seed, e);
+        }
+    }
+}
+
+/// Reruns one scenario: `RRXE_SIM_SEED=0x... cargo test replay_seed`.
+#[test]
+fn replay_seed() {
+    let seed = seed_or(0x5EED);
+    scenario(seed).unwrap_or_else(|e| panic!("seed {seed:#x}: {e}"));
+}
+
+#[test]
+fn rc_send_write_perfect_channel() {
+    let ops = vec![
+        Op::Send(0),
+        Op::Send(1),
+        Op::Send(256),
+        Op::Send(257),
+        Op::SendImm(1000),
+        Op::Write(0),
+        Op::Write(5000),
+        Op::WriteImm(3),
+        Op::WriteImm(700),
+    ];
+    let o = run_ops(Setup::rc(), 1, Link::PERFECT, ops, false);
+    check(&o, false).unwrap();
+    assert_eq!(o.pair.retransmitted, [0, 0]);
+}
+
+#[test]
+fn rc_read_atomic_perfect_channel() {
+    let ops = vec![
+        Op::Read(0),
+        Op::Read(100),
+        Op::Read(10_000),
+        Op::FetchAdd(5),
+        Op::CmpSwap {
+            hit: true,
+            swap: 77,
+        },
+        Op::CmpSwap {
+            hit: false,
+            swap: 1,
+        },
+        Op::FetchAdd(1),
+        Op::Read(65_536),
+    ];
+    let o = run_ops(Setup::rc(), 2, Link::PERFECT, ops, false);
+    check(&o, false).unwrap();
+    assert_eq!(o.pair.retransmitted, [0, 0]);
+}
+
+#[test]
+fn rc_twenty_percent_loss_fixed_seed() {
+    let seed = seed_or(0x20);
+    let link = Link {
+        loss: 0.2,
+        dup: 0.05,
+        reorder: 0.05,
+        latency: 5_000,
+    };
+    let mut rng = XorShift::new(seed);
+    let ops = random_ops(&mut rng, 10);
+    let o = run_ops(Setup::rc(), seed, link, ops, false);
+    check(&o, false).unwrap_or_else(|e| panic!("RRXE_SIM_SEED={seed:#x}: {e}"));
+    assert!(o.pair.retransmitted[A] > 0);
+}
+
+#[test]
+fn rnr_then_receives_posted() {
+    let mut setup = Setup::rc();
+    setup.rnr_retry = 7;
+    let o = run_ops(
+        setup,
+        3,
+        Link::PERFECT,
+        vec![Op::Send(3000), Op::WriteImm(10), Op::Send(5)],
+        true,
+    );
+    check(&o, false).unwrap();
+}
+
+/// Many seeds in a row, with statistics:
+/// `RRXE_SIM_SOAK=5000 cargo test soak -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn soak() {
+    let n: u64 = std::env::var("RRXE_SIM_SOAK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let mut failures = Vec::new();
+    for i in 0..n {
+        let seed = XorShift::new(i).next_u64();
+        if let Err(e) = scenario(seed) {
+            std::eprintln!("{e}");
+            failures.push(seed);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failing seeds: {failures:#x?}",
+        failures.len()
+    );
+}
+
+/// A packet as sent: opcode, PSN, AETH syndrome, AtomicAckETH value and
+/// the bytes.
+type Sent = (u8, u32, Option<Syndrome>, Option<u64>, Vec<u8>);
+
+/// Every packet `node` has to send, parsed back to (opcode, PSN, AETH
+/// syndrome, AtomicAckETH value).
+fn drain_tx(node: &mut Node, now: u64) -> Vec<Sent> {
+    let mut out = Vec::new();
+    let mut buf = vec![0; MAX_PACKET_LEN];
+    while let Some(t) = node.with(|qp, io| qp.poll_transmit(now, &mut buf, io)) {
+        let pkt = packet::parse(&buf[..t.len], None).unwrap();
+        out.push((
+            pkt.info.opcode,
+            pkt.bth.psn.get(),
+            pkt.ext.aeth.map(|a| a.syndrome),
+            pkt.ext.atomic_ack_eth.map(|a| a.orig_remote_data),
+            buf[..t.len].to_vec(),
+        ));
+    }
+    out
+}
+
+fn inject(node: &mut Node, now: u64, bytes: &[u8]) {
+    let pkt = packet::parse(bytes, None).unwrap();
+    node.with(|qp, io| qp.handle_packet(now, &pkt, io));
+}
+
+/// A request packet from the peer (QPN[A]) to B at `psn`.
+fn request(opcode: u8, psn: u32, ext: super::super::packet::ExtHeaders, payload: &[u8]) -> Vec<u8> {
+    let bth = super::super::headers::Bth {
+        opcode,
+        pkey: 0xFFFF,
+        dest_qp: QPN[B],
+        ack_req: true,
+        psn: super::super::psn::Psn::new(psn),
+        pad_count: packet::pad_count(payload.len()),
+        ..Default::default()
+    };
+    let mut buf = vec![0; MAX_PACKET_LEN];
+    let len = packet::write_packet(&mut buf, &bth, &ext, payload).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+use super::super::aeth::{NakCode, Syndrome};
+use super::super::headers::{AtomicEth, Deth, Reth};
+use super::super::opcode::codes;
+use super::super::packet::ExtHeaders;
+use super::super::qp::ModifyError;
+
+/// B alone, connected (its peer is simulated by hand), ePSN 100.
+fn responder_b() -> Pair {
+    let mut p = Pair::connect(Setup::rc(), 9, Link::PERFECT);
+    // Drop the initial-credit ACKs.
+    drain_tx(&mut p.nodes[A], 0);
+    drain_tx(&mut p.nodes[B], 0);
+    p
+}
+
+#[test]
+fn responder_answers_duplicate_atomic_from_saved_result() {
+    let mut p = responder_b();
+    p.nodes[B].add_region(7, 0x1000, 40u64.to_le_bytes().to_vec());
+    let ext = ExtHeaders {
+        atomic_eth: Some(AtomicEth {
+            va: 0x1000,
+            rkey: 7,
+            swap_add: 2,
+            compare: 0,
+        }),
+        ..ExtHeaders::default()
+    };
+    let pkt = request(codes::RC_FETCH_ADD, 100, ext, &[]);
+    inject(&mut p.nodes[B], 0, &pkt);
+    let first = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(first.len(), 1);
+    assert_eq!(
+        (first[0].0, first[0].1, first[0].3),
+        (codes::RC_ATOMIC_ACKNOWLEDGE, 100, Some(40))
+    );
+    // The duplicate is answered with the same original value, and memory
+    // is not touched again.
+    inject(&mut p.nodes[B], 0, &pkt);
+    let again = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(
+        (again[0].0, again[0].1, again[0].3),
+        (codes::RC_ATOMIC_ACKNOWLEDGE, 100, Some(40))
+    );
+    assert_eq!(p.nodes[B].mem.atomic_calls, 1);
+    assert_eq!(p.nodes[B].mem.regions[&7].data, 42u64.to_le_bytes());
+}
+
+#[test]
+fn responder_reexecutes_duplicate_read_from_requested_psn() {
+    let mut p = responder_b();
+    let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    p.nodes[B].add_region(8, 0x2000, data.clone());
+    let reth = |off: u64| ExtHeaders {
+        reth: Some(Reth {
+            va: 0x2000 + off,
+            rkey: 8,
+            dma_len: 1000 - off as u32,
+        }),
+        ..ExtHeaders::default()
+    };
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_RDMA_READ_REQUEST, 100, reth(0), &[]),
+    );
+    let resp = drain_tx(&mut p.nodes[B], 0);
+    let psns: Vec<u32> = resp.iter().map(|r| r.1).collect();
+    assert_eq!(psns, [100, 101, 102, 103]);
+    // Resume from the third response: answered as a new request there.
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_RDMA_READ_REQUEST, 102, reth(512), &[]),
+    );
+    let resp = drain_tx(&mut p.nodes[B], 0);
+    let got: Vec<(u8, u32)> = resp.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(
+        got,
+        [
+            (codes::RC_RDMA_READ_RESPONSE_FIRST, 102),
+            (codes::RC_RDMA_READ_RESPONSE_LAST, 103)
+        ]
+    );
+    let pkt = packet::parse(&resp[0].4, None).unwrap();
+    assert_eq!(pkt.payload, &data[512..768]);
+}
+
+#[test]
+fn responder_sends_one_sequence_nak_until_recovery() {
+    let mut p = responder_b();
+    p.nodes[B].post_recv(1, 4096);
+    drain_tx(&mut p.nodes[B], 0);
+    for psn in [102, 103, 104] {
+        inject(
+            &mut p.nodes[B],
+            0,
+            &request(codes::RC_SEND_ONLY, psn, ExtHeaders::default(), &[1]),
+        );
+    }
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].1, out[0].2),
+        (100, Some(Syndrome::Nak(NakCode::PsnSequenceError)))
+    );
+    // Still out of sequence: silence.
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_ONLY, 101, ExtHeaders::default(), &[1]),
+    );
+    assert!(drain_tx(&mut p.nodes[B], 0).is_empty());
+    // The expected PSN recovers the sequence; the ACK carries MSN 1 and
+    // the credits left (none).
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), &[1]),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, 100);
+    assert_eq!(
+        out[0].2,
+        Some(Syndrome::Ack(
+            super::super::aeth::CreditCode::from_posted_wqes(0)
+        ))
+    );
+    // A duplicate is re-acknowledged.
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), &[1]),
+    );
+    assert_eq!(drain_tx(&mut p.nodes[B], 0)[0].1, 100);
+}
+
+#[test]
+fn responder_naks_rnr_access_and_invalid_requests() {
+    // RNR NAK with the configured min_rnr_timer when no WQE is posted.
+    let mut p = responder_b();
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), &[1]),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(
+        (out[0].1, out[0].2),
+        (
+            100,
+            Some(Syndrome::RnrNak(super::super::timer::RnrTimer::from_bits(
+                1
+            )))
+        )
+    );
+
+    // Bad R_Key: remote access error, and the responder enters ERR.
+    let mut p = responder_b();
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: 0,
+            rkey: 99,
+            dma_len: 4,
+        }),
+        ..ExtHeaders::default()
+    };
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_RDMA_WRITE_ONLY, 100, ext, &[1, 2, 3, 4]),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out[0].2, Some(Syndrome::Nak(NakCode::RemoteAccessError)));
+    assert_eq!(p.nodes[B].qp.state(), QpState::Err);
+
+    // A Middle packet with no message in progress: invalid request.
+    let mut p = responder_b();
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_MIDDLE, 100, ExtHeaders::default(), &[0; 256]),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out[0].2, Some(Syndrome::Nak(NakCode::InvalidRequest)));
+
+    // A Send longer than the receive buffer: invalid request, LocLenErr.
+    let mut p = responder_b();
+    p.nodes[B].post_recv(5, 2);
+    drain_tx(&mut p.nodes[B], 0);
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), &[0; 3]),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out[0].2, Some(Syndrome::Nak(NakCode::InvalidRequest)));
+    let c = p.nodes[B].with(|qp, io| qp.poll_completion(io)).unwrap();
+    assert_eq!((c.wr_id, c.status), (5, WcStatus::LocLenErr));
+
+    // Misaligned atomic: invalid request.
+    let mut p = responder_b();
+    p.nodes[B].add_region(7, 0x1000, vec![0; 16]);
+    let ext = ExtHeaders {
+        atomic_eth: Some(AtomicEth {
+            va: 0x1004,
+            rkey: 7,
+            swap_add: 1,
+            compare: 0,
+        }),
+        ..ExtHeaders::default()
+    };
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_FETCH_ADD, 100, ext, &[]),
+    );
+    assert_eq!(
+        drain_tx(&mut p.nodes[B], 0)[0].2,
+        Some(Syndrome::Nak(NakCode::InvalidRequest))
+    );
+    assert_eq!(p.nodes[B].mem.atomic_calls, 0);
+}
+
+#[test]
+fn initial_credits_and_credit_limited_send() {
+    // B advertises 2 credits on entering RTR (unsolicited ACK, PSN
+    // ePSN - 1, MSN 0); the third Send beyond the LSN goes out as a single
+    // first packet with AckReq.
+    let mut p = Pair::connect(Setup::rc(), 4, Link::PERFECT);
+    p.nodes[B].post_recv(0, 4096);
+    p.nodes[B].post_recv(1, 4096);
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, 99);
+    assert_eq!(
+        out[0].2,
+        Some(Syndrome::Ack(
+            super::super::aeth::CreditCode::from_posted_wqes(2)
+        ))
+    );
+    inject(&mut p.nodes[A], 0, &out[0].4);
+    drain_tx(&mut p.nodes[A], 0);
+    for i in 0..3 {
+        let wqe = SendWqe {
+            wr_id: i,
+            opcode: SendOpcode::Send,
+            flags: SendFlags::SIGNALED,
+            length: 600,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, vec![i as u8; 600]);
+    }
+    let sent = drain_tx(&mut p.nodes[A], 0);
+    let ops: Vec<u8> = sent.iter().map(|s| s.0).collect();
+    // 600 bytes at MTU 256: 3 packets each for the first two, then only
+    // the First of the third.
+    assert_eq!(ops.len(), 7);
+    assert_eq!(ops[6], codes::RC_SEND_FIRST);
+    let last = packet::parse(&sent[6].4, None).unwrap();
+    assert!(last.bth.ack_req);
+}
+
+#[test]
+fn retry_exhausted_when_peer_is_gone() {
+    let mut setup = Setup::rc();
+    setup.retry_cnt = 3;
+    setup.timeout = 10;
+    let mut p = Pair::connect(setup, 5, Link::PERFECT);
+    p.links[A].loss = 1.0;
+    let start = p.now;
+    for i in 0..3 {
+        let wqe = SendWqe {
+            wr_id: i,
+            opcode: SendOpcode::RdmaWrite,
+            length: 10,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, vec![0; 10]);
+    }
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 3);
+    let c = p.nodes[A].send_completions();
+    // Unsignaled WQEs still report errors; the rest are flushed.
+    assert_eq!(
+        c.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+        [
+            (0, WcStatus::RetryExcErr),
+            (1, WcStatus::WrFlushErr),
+            (2, WcStatus::WrFlushErr)
+        ]
+    );
+    // First attempt plus retry_cnt retries, each after one timeout
+    // (4.096 us << 10).
+    let timeout = 4096u64 << 10;
+    // One initial-credit ACK, then go-back-N sends all three Writes on
+    // the first attempt and on each of the retry_cnt retries.
+    assert_eq!(p.sent[A] - 1, 3 * (u64::from(setup.retry_cnt) + 1));
+    assert!(p.now - start >= timeout * (setup.retry_cnt as u64 + 1));
+    assert!(p.now - start < timeout * (setup.retry_cnt as u64 + 2));
+    assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+    assert!(p.nodes[A]
+        .events
+        .contains(&AsyncEvent::RetryExhausted { rnr: false }));
+}
+
+#[test]
+fn rnr_retry_exhausted_when_no_receive_is_posted() {
+    let mut setup = Setup::rc();
+    setup.rnr_retry = 2;
+    let mut p = Pair::connect(setup, 6, Link::PERFECT);
+    let wqe = SendWqe {
+        wr_id: 1,
+        opcode: SendOpcode::Send,
+        flags: SendFlags::SIGNALED,
+        length: 10,
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(wqe, vec![0; 10]);
+    p.run_until(100_000, |p| !p.nodes[A].send_completions().is_empty());
+    let c = p.nodes[A].send_completions();
+    assert_eq!(c[0].status, WcStatus::RnrRetryExcErr);
+    // The first attempt and rnr_retry retries, each RNR NAKed.
+    assert_eq!(p.sent[A] - 1, 3);
+    assert!(p.nodes[A]
+        .events
+        .contains(&AsyncEvent::RetryExhausted { rnr: true }));
+}
+
+#[test]
+fn remote_access_error_completes_and_flushes() {
+    let mut p = Pair::connect(Setup::rc(), 7, Link::PERFECT);
+    p.nodes[B].post_recv(0, 100);
+    let bad = SendWqe {
+        wr_id: 1,
+        opcode: SendOpcode::RdmaWrite,
+        length: 8,
+        remote: RemoteAddr { va: 0, rkey: 0xBAD },
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(
+        SendWqe {
+            wr_id: 0,
+            ..SendWqe::default()
+        },
+        vec![],
+    );
+    p.nodes[A].post_send(bad, vec![0; 8]);
+    p.nodes[A].post_send(
+        SendWqe {
+            wr_id: 2,
+            ..SendWqe::default()
+        },
+        vec![],
+    );
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 2);
+    let c: Vec<_> = p.nodes[A]
+        .send_completions()
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    // WR 0 was unsignaled and succeeded: retired silently.
+    assert_eq!(c, [(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]);
+    assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+    assert_eq!(p.nodes[B].qp.state(), QpState::Err);
+    assert!(p.nodes[B].events.contains(&AsyncEvent::QpAccessError));
+}
+
+#[test]
+fn modify_to_error_flushes_both_queues() {
+    let mut p = Pair::connect(Setup::rc(), 8, Link::PERFECT);
+    p.links[A].loss = 1.0;
+    p.nodes[A].post_recv(10, 64);
+    p.nodes[A].post_recv(11, 64);
+    for i in 0..2 {
+        p.nodes[A].post_send(
+            SendWqe {
+                wr_id: i,
+                ..SendWqe::default()
+            },
+            vec![],
+        );
+    }
+    p.step();
+    p.nodes[A].modify(ModifyQp {
+        state: Some(QpState::Err),
+        ..ModifyQp::default()
+    });
+    p.step();
+    let c: Vec<_> = p.nodes[A]
+        .completions
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(
+        c,
+        [
+            (0, WcStatus::WrFlushErr),
+            (1, WcStatus::WrFlushErr),
+            (10, WcStatus::WrFlushErr),
+            (11, WcStatus::WrFlushErr)
+        ]
+    );
+}
+
+#[test]
+fn modify_validates_transitions_and_attributes() {
+    let mut n = Node::new(QpType::Rc, 1);
+    let modify = |n: &mut Node, m: ModifyQp| n.with(|qp, io| qp.modify(&m, io));
+    let to = |state| ModifyQp {
+        state: Some(state),
+        ..ModifyQp::default()
+    };
+    assert_eq!(
+        modify(&mut n, to(QpState::Rtr)),
+        Err(ModifyError::InvalidTransition {
+            from: QpState::Reset,
+            to: QpState::Rtr
+        })
+    );
+    modify(&mut n, to(QpState::Init)).unwrap();
+    assert_eq!(
+        modify(&mut n, to(QpState::Rtr)),
+        Err(ModifyError::MissingAttribute("dest_qpn"))
+    );
+    let rtr = ModifyQp {
+        state: Some(QpState::Rtr),
+        dest_qpn: Some(2),
+        rq_psn: Some(0),
+        path_mtu: Some(3),
+        max_dest_rd_atomic: Some(4),
+        min_rnr_timer: Some(12),
+        ..ModifyQp::default()
+    };
+    for (bad, name) in [
+        (
+            ModifyQp {
+                path_mtu: Some(6),
+                ..rtr
+            },
+            "path_mtu",
+        ),
+        (
+            ModifyQp {
+                path_mtu: Some(0),
+                ..rtr
+            },
+            "path_mtu",
+        ),
+        (
+            ModifyQp {
+                rq_psn: Some(1 << 24),
+                ..rtr
+            },
+            "rq_psn",
+        ),
+        (
+            ModifyQp {
+                min_rnr_timer: Some(32),
+                ..rtr
+            },
+            "min_rnr_timer",
+        ),
+        (
+            ModifyQp {
+                max_dest_rd_atomic: Some(17),
+                ..rtr
+            },
+            "max_dest_rd_atomic",
+        ),
+        (
+            ModifyQp {
+                timeout: Some(32),
+                ..rtr
+            },
+            "timeout",
+        ),
+        (
+            ModifyQp {
+                retry_cnt: Some(8),
+                ..rtr
+            },
+            "retry_cnt",
+        ),
+        (
+            ModifyQp {
+                rnr_retry: Some(8),
+                ..rtr
+            },
+            "rnr_retry",
+        ),
+    ] {
+        assert_eq!(modify(&mut n, bad), Err(ModifyError::InvalidValue(name)));
+        assert_eq!(n.qp.state(), QpState::Init);
+    }
+    modify(&mut n, rtr).unwrap();
+    assert_eq!(n.qp.attrs().path_mtu.bytes(), 1024);
+    assert_eq!(
+        modify(
+            &mut n,
+            ModifyQp {
+                sq_psn: Some(5),
+                ..to(QpState::Rts)
+            }
+        ),
+        Err(ModifyError::MissingAttribute("timeout"))
+    );
+    let rts = ModifyQp {
+        state: Some(QpState::Rts),
+        sq_psn: Some(5),
+        timeout: Some(14),
+        retry_cnt: Some(7),
+        rnr_retry: Some(7),
+        max_rd_atomic: Some(4),
+        ..ModifyQp::default()
+    };
+    modify(&mut n, rts).unwrap();
+    modify(&mut n, to(QpState::Sqd)).unwrap();
+    assert!(
+        n.qp.poll_event() == Some(AsyncEvent::SqDrained) || {
+            n.drain();
+            n.events.contains(&AsyncEvent::SqDrained)
+        }
+    );
+    modify(&mut n, to(QpState::Rts)).unwrap();
+    // RC has no SQE; ERR and RESET are reachable from anywhere.
+    assert!(modify(&mut n, to(QpState::Sqe)).is_err());
+    modify(&mut n, to(QpState::Err)).unwrap();
+    assert!(modify(&mut n, to(QpState::Rts)).is_err());
+    modify(&mut n, to(QpState::Reset)).unwrap();
+    // UD needs a Q_Key to leave RESET.
+    let mut ud = Node::new(QpType::Ud, 3);
+    assert_eq!(
+        modify(&mut ud, to(QpState::Init)),
+        Err(ModifyError::MissingAttribute("qkey"))
+    );
+}
+
+#[test]
+fn uc_loss_drops_whole_messages_only() {
+    let seed = seed_or(0x0C);
+    let mut setup = Setup::rc();
+    setup.qp_type = QpType::Uc;
+    let link = Link {
+        loss: 0.1,
+        ..Link::PERFECT
+    };
+    let mut p = Pair::connect(setup, seed, link);
+    let mut rng = XorShift::new(seed);
+    let mut sent = Vec::new();
+    for i in 0..40u64 {
+        p.nodes[B].post_recv(i, 4096);
+    }
+    for i in 0..40u64 {
+        let len = rng.below(1500) as u32;
+        let data = rng.bytes(len as usize);
+        let wqe = SendWqe {
+            wr_id: i,
+            opcode: SendOpcode::SendWithImm(i as u32),
+            flags: SendFlags::SIGNALED,
+            length: len,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, data.clone());
+        sent.push(data);
+        // Pace the messages so each has a chance on its own.
+        p.run_until(1_000, |p| {
+            p.nodes[A].send_completions().len() as u64 == i + 1
+        });
+    }
+    p.run_until(100_000, |_| false);
+    // The requester reports success for everything (UC has no ACKs).
+    assert!(p.nodes[A]
+        .send_completions()
+        .iter()
+        .all(|c| c.status == WcStatus::Success));
+    let recvs = p.nodes[B].recv_completions();
+    assert!(
+        !recvs.is_empty() && recvs.len() < 40,
+        "{} of 40 delivered",
+        recvs.len()
+    );
+    // Receive WQEs are reused after a partial message, so the k-th
+    // completion belongs to the k-th WQE, holding an intact message.
+    for (k, c) in recvs.iter().enumerate() {
+        assert_eq!(c.status, WcStatus::Success);
+        assert_eq!(c.wr_id, k as u64);
+        let i = c.imm_data.unwrap() as usize;
+        assert_eq!(c.byte_len as usize, sent[i].len());
+        assert_eq!(
+            &p.nodes[B].mem.recv_bufs[&(k as u32)][..sent[i].len()],
+            &sent[i][..]
+        );
+    }
+}
+
+#[test]
+fn ud_send_with_imm_qkey_and_length() {
+    let mut setup = Setup::rc();
+    setup.qp_type = QpType::Ud;
+    setup.mtu = 3;
+    let mut p = Pair::connect(setup, 11, Link::PERFECT);
+    p.nodes[B].post_recv(0, 1024 + 40);
+    p.nodes[B].post_recv(1, 1024 + 40);
+    let dest = |qkey| UdDest {
+        dest_qpn: QPN[B],
+        qkey,
+        ah: 5,
+    };
+    let good = SendWqe {
+        wr_id: 0,
+        opcode: SendOpcode::SendWithImm(0xABCD),
+        flags: SendFlags::SIGNALED.union(SendFlags::SOLICITED),
+        length: 100,
+        ud: dest(QKEY),
+        ..SendWqe::default()
+    };
+    // A Q_Key with the high bit set means "use the QP's"; a wrong one is
+    // dropped by the receiver; a message over the MTU fails locally.
+    let own = SendWqe {
+        wr_id: 1,
+        opcode: SendOpcode::Send,
+        ud: dest(0x8000_0000),
+        ..good
+    };
+    let wrong = SendWqe {
+        wr_id: 2,
+        ud: dest(1),
+        ..good
+    };
+    let big = SendWqe {
+        wr_id: 3,
+        length: 1025,
+        ..good
+    };
+    p.nodes[A].post_send(good, vec![7; 100]);
+    p.nodes[A].post_send(wrong, vec![7; 100]);
+    p.nodes[A].post_send(own, vec![8; 100]);
+    p.nodes[A].post_send(big, vec![0; 1025]);
+    p.run_until(10_000, |_| false);
+    let sends: Vec<_> = p.nodes[A]
+        .send_completions()
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(
+        sends,
+        [
+            (0, WcStatus::Success),
+            (2, WcStatus::Success),
+            (1, WcStatus::Success),
+            (3, WcStatus::LocLenErr)
+        ]
+    );
+    assert_eq!(p.nodes[A].qp.state(), QpState::Sqe);
+    let recvs = p.nodes[B].recv_completions();
+    assert_eq!(recvs.len(), 2);
+    assert_eq!(
+        (recvs[0].imm_data, recvs[0].src_qp, recvs[0].byte_len),
+        (Some(0xABCD), QPN[A], 140)
+    );
+    assert!(recvs[0].solicited);
+    assert_eq!(recvs[1].imm_data, None);
+    assert_eq!(&p.nodes[B].mem.recv_bufs[&0][40..140], &[7; 100][..]);
+    assert_eq!(&p.nodes[B].mem.recv_bufs[&1][40..140], &[8; 100][..]);
+    let _ = Deth::default();
+}
+
+#[test]
+fn fence_and_max_rd_atomic_hold_back_requests() {
+    let mut setup = Setup::rc();
+    setup.rd_atomic = 1;
+    let mut p = Pair::connect(setup, 12, Link::PERFECT);
+    p.nodes[B].add_region(1, 0x100, vec![3; 64]);
+    let read = SendWqe {
+        opcode: SendOpcode::RdmaRead,
+        length: 64,
+        remote: RemoteAddr { va: 0x100, rkey: 1 },
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(SendWqe { wr_id: 0, ..read }, vec![0; 64]);
+    p.nodes[A].post_send(SendWqe { wr_id: 1, ..read }, vec![0; 64]);
+    let write = SendWqe {
+        wr_id: 2,
+        opcode: SendOpcode::RdmaWrite,
+        length: 4,
+        remote: RemoteAddr { va: 0x100, rkey: 1 },
+        flags: SendFlags::SIGNALED.union(SendFlags::FENCE),
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(write, vec![9; 4]);
+    // Only one Read may be outstanding, and the fenced Write waits for it.
+    let first: Vec<_> = drain_tx(&mut p.nodes[A], p.now)
+        .into_iter()
+        .filter(|s| s.0 != codes::RC_ACKNOWLEDGE)
+        .collect();
+    assert_eq!(
+        first.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [codes::RC_RDMA_READ_REQUEST]
+    );
+    for pkt in &first {
+        inject(&mut p.nodes[B], p.now, &pkt.4);
+    }
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 3);
+    assert!(p.nodes[A]
+        .send_completions()
+        .iter()
+        .all(|c| c.status == WcStatus::Success));
+    assert_eq!(&p.nodes[B].mem.regions[&1].data[..4], &[9; 4]);
+    assert_eq!(p.nodes[A].mem.send_bufs[&1], vec![3; 64]);
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make check`: every host and VM test, on the debug kernel. Installs and builds what is
+# missing first. Ends with one line `N passed, N failed` counting all tests together.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo" || exit 2
+export PATH="$HOME/.cargo/bin:$PATH"
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+
+results=${RRXE_RESULTS:-$repo/results}
+rm -rf "$results"
+mkdir -p "$results"
+
+passed=0
+failed=0
+failures=()
+
+record() { # pass|fail name
+	if [ "$1" = pass ]; then
+		passed=$((passed + 1))
+		echo "PASS: $2"
+	else
+		failed=$((failed + 1))
+		failures+=("$2")
+		echo "FAIL: $2"
+	fi
+}
+
+# A step that is itself one test: its exit status decides.
+step() { # name log command...
+	local name=$1 log=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		record pass "$name"
+	else
+		record fail "$name (log: $log)"
+		tail -30 "$log" | sed 's/^/    /'
+	fi
+}
+
+# Counts a TAP stream: `ok` lines pass (skips are reported, not counted), `not ok` fail.
+count_tap() { # file label
+	local file=$1 label=$2 line
+	[ -f "$file" ] || {
+		record fail "$label: no output"
+		return
+	}
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*"# SKIP"*) echo "SKIP: $label: ${line#ok }" ;;
+		"ok "*) record pass "$label: ${line#ok }" ;;
+		"not ok "*) record fail "$label: ${line#not ok }" ;;
+		esac
+	done <"$file"
+}
+
+echo "== dependencies"
+scripts/deps.sh || {
+	echo "0 passed, 1 failed"
+	exit 1
+}
+
+echo "== host: the sans-IO transport core"
+cargo test --color never >"$results/cargo-test.log" 2>&1
+cargo_rc=$?
+read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$results/cargo-test.log")
+passed=$((passed + cp))
+failed=$((failed + cf))
+echo "cargo test: $cp passed, $cf failed"
+if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then
+	record fail "cargo test (did not run; log: $results/cargo-test.log)"
+	tail -30 "$results/cargo-test.log" | sed 's/^/    /'
+fi
+grep -E '^test .* FAILED$' "$results/cargo-test.log" | sed 's/^/FAIL: /'
+
+echo "== lint"
+step "cargo clippy (host core) is clean" "$results/clippy.log" cargo clippy --all-targets --color never -- -D warnings
+step "rustfmt: all Rust sources formatted (kernel .rustfmt.toml)" "$results/rustfmt.log" \
+	bash -c 'git ls-files "*.rs" | xargs rustfmt --check --edition 2021 --config-path .rustfmt.toml'
+
+echo "== kernel (debug) and module"
+step "debug kernel built (KASAN, lockdep, kmemleak)" "$results/kernel-debug.log" scripts/kernel.sh build debug
+step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel" "$results/module.log" \
+	scripts/lint.sh debug
+
+if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
+	echo "== VM: foundation (two debug VMs joined by a wire)"
+	scripts/vm.sh --variant debug --two --out "$results/foundation" \
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --allow-splat \
+		--pcap "$results/foundation/wire.pcap" \
+		--cmd tests/vm/foundation.sh --cmd-b tests/vm/peer.sh >"$results/foundation.log" 2>&1
+	vm_rc=$?
+	count_tap "$results/foundation/a.out" "vm-a"
+	count_tap "$results/foundation/b.out" "vm-b"
+	case $vm_rc in
+	124) record fail "foundation VMs finished in time (log: $results/foundation.log)" ;;
+	125) record fail "foundation VMs ended with a status (log: $results/foundation.log)" ;;
+	esac
+	for side in a b; do
+		files=()
+		for f in dmesg kmemleak; do
+			[ -f "$results/foundation/$side.$f" ] && files+=("$results/foundation/$side.$f")
+		done
+		if ((${#files[@]} == 0)); then
+			record fail "vm-$side: kernel log captured"
+		else
+			step "vm-$side: no WARN/BUG/KASAN/lockdep/kmemleak report in the kernel log" \
+				"$results/splat-$side.log" scripts/vm.sh --check-dmesg "${files[@]}"
+		fi
+	done
+else
+	record fail "VM tests: rrxe.ko was not built"
+fi
+
+echo
+if ((${#failures[@]})); then
+	echo "Failed:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

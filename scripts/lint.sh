@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Builds rrxe.ko against the VARIANT kernel with the kernel's CLIPPY=1 and fails on any
+# compiler or clippy warning.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+variant=${1:-release}
+export PATH="$HOME/.cargo/bin:$PATH"
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+
+kdir=$("$here/kernel.sh" build "$variant")
+cd "$repo"
+kmake=(make -C "$kdir" ARCH=x86_64 LLVM=-19 M="$repo")
+# Every object is rebuilt, so each warning is seen, and a module built for the other
+# variant is not reused.
+"${kmake[@]}" clean >/dev/null
+echo "$kdir" >.module-kdir
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! "${kmake[@]}" CLIPPY=1 -j"$(nproc)" modules >"$log" 2>&1; then
+	cat "$log"
+	echo "lint.sh: build failed" >&2
+	exit 1
+fi
+cat "$log"
+if grep -nE '^(warning|error)(\[|:)|: warning:|WARNING:' "$log"; then
+	echo "lint.sh: the build has warnings" >&2
+	exit 1
+fi
