@@ -48,6 +48,13 @@ pub const EVENT_RING: usize = 8;
 /// largest header stack the engine builds and the ICRC.
 pub const MAX_PACKET_LEN: usize = 4096 + 64 + ICRC_LEN;
 
+/// Local ACK timeout before Modify QP sets one: code 14, about 67 ms
+/// (evaluated at compile time).
+const DEFAULT_ACK_TIMEOUT: AckTimeout = match AckTimeout::new(14) {
+    Some(t) => t,
+    None => panic!("ACK timeout code out of range"),
+};
+
 /// Transport service of a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpType {
@@ -277,10 +284,7 @@ impl Qp {
                 dest_qpn: 0,
                 sq_psn: Psn::ZERO,
                 rq_psn: Psn::ZERO,
-                timeout: match AckTimeout::new(14) {
-                    Some(t) => t,
-                    None => panic!(),
-                },
+                timeout: DEFAULT_ACK_TIMEOUT,
                 retry_cnt: 7,
                 rnr_retry: 7,
                 min_rnr_timer: RnrTimer::from_bits(12),
@@ -410,7 +414,7 @@ impl Qp {
 
     /// Handles one received packet for this QP, already parsed and checked
     /// (ICRC, addressing) by the glue. Packets of another transport
-    /// service than the QP's are dropped (IBA 9.6.1.? "BTH OpCode").
+    /// service than the QP's are dropped (IBA 9.6.1, BTH OpCode checks).
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>, io: &mut Io<'_>) {
         if pkt.info.transport != self.attrs.qp_type.transport() {
             return;
@@ -551,7 +555,7 @@ impl Qp {
         self.attrs.state = QpState::Err;
         self.req.ack_deadline = None;
         self.req.rnr_deadline = None;
-        // IBA 10.3.1.7 (o10-?): a QP on an SRQ reports its last WQE.
+        // IBA 10.3.1 (QP on an SRQ): it reports its last WQE.
         let _ = self.out.events.push(AsyncEvent::LastWqeReached);
     }
 }

@@ -307,7 +307,7 @@ impl Requester {
         if wqe.flags.contains(SendFlags::FENCE) && self.outstanding_rd_atomic() > 0 {
             return Ok(Start::Nothing);
         }
-        // IBA 9.7.7.1 / o9-? : no more outstanding Reads and atomics than
+        // IBA 9.7.7 (responder resources): no more outstanding Reads and atomics than
         // the responder has resources for (the initiator depth).
         if wqe.opcode.is_read_or_atomic()
             && self.outstanding_rd_atomic() >= usize::from(attrs.max_rd_atomic.max(1))

@@ -353,7 +353,7 @@ impl Responder {
         let op = info.operation;
         let mtu = attrs.path_mtu.bytes();
         let plen = pkt.payload.len();
-        // IBA 9.7.5.2.1 / C9-? : the opcode must continue the message in
+        // IBA 9.7.5.2 (responder opcode sequence checks): the opcode must continue the message in
         // progress, or start a new one if there is none.
         let sequence_ok = match (self.in_msg, pos.starts_message()) {
             (InMessage::None, true) => true,
@@ -377,7 +377,7 @@ impl Responder {
         if !allowed {
             return Step::Fail(NakCode::InvalidRequest, None);
         }
-        // IBA 9.7.5.2.? length checks: First and Middle carry exactly one
+        // IBA 9.7.5.2 length checks: First and Middle carry exactly one
         // MTU, Last between 1 byte and one MTU, Only at most one MTU.
         let length_ok = match pos {
             Position::First | Position::Middle => plen == mtu,
@@ -612,7 +612,7 @@ impl Responder {
         let Some(deth) = pkt.ext.deth else {
             return;
         };
-        // C10-? : a Q_Key mismatch drops the datagram.
+        // IBA 10.2.5 (Q_Keys): a Q_Key mismatch drops the datagram.
         if deth.qkey != attrs.qkey || pkt.info.operation != Operation::Send {
             return;
         }

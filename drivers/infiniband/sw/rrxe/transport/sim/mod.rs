@@ -572,6 +572,11 @@ impl Pair {
                 return done(self);
             }
         }
-        panic!("simulation did not settle within {max_steps} steps");
+        panic!(
+            "simulation did not settle within {max_steps} steps: t={} sent={:?} in flight={}",
+            self.now,
+            self.sent,
+            self.flights.len()
+        );
     }
 }

@@ -160,7 +160,7 @@ fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) 
     let n = ops.len();
     if recvs_late {
         // Let the requester run into RNR NAKs first.
-        pair.run_until(2_000, |p| p.now > 3_000_000);
+        pair.run_until(5_000_000, |p| p.now > 3_000_000);
         for r in 0..consuming {
             pair.nodes[B].post_recv(r as u64, RECV_LEN);
         }
