@@ -10,8 +10,10 @@
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/printk.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
@@ -31,3 +33,5 @@ const int RRXE_IB_MGMT_MAD_SIZE = IB_MGMT_MAD_SIZE;
 const unsigned int RRXE_ARPHRD_ETHER = ARPHRD_ETHER;
 const unsigned int RRXE_IFF_UP = IFF_UP;
 const int RRXE_EOPNOTSUPP = EOPNOTSUPP;
+const unsigned int RRXE_PAGE_SHIFT = PAGE_SHIFT;
+const unsigned long RRXE_PAGE_SIZE = PAGE_SIZE;

@@ -6,11 +6,16 @@
 #ifndef RRXE_SHIM_H
 #define RRXE_SHIM_H
 
+#include <linux/spinlock_types.h>
 #include <linux/types.h>
 
 struct device;
 struct ib_device;
+struct ib_ucontext;
+struct ib_udata;
+struct lock_class_key;
 struct net_device;
+struct vm_area_struct;
 
 void rrxe_dev_hold(struct net_device *ndev);
 void rrxe_dev_put(struct net_device *ndev);
@@ -22,5 +27,19 @@ unsigned int rrxe_netdev_mtu(const struct net_device *ndev);
 struct net_device *rrxe_netdev_notifier_info_to_dev(void *info);
 bool rrxe_ib_device_try_get(struct ib_device *ibdev);
 unsigned int rrxe_num_possible_cpus(void);
+
+struct uverbs_attr_bundle;
+void *rrxe_vmalloc_user(unsigned long size);
+
+struct xarray;
+void rrxe_xa_init_alloc(struct xarray *xa);
+int rrxe_xa_reserve_cyclic(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next);
+struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
+struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs);
+int rrxe_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+
+void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key);
+unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock);
+void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 #endif /* RRXE_SHIM_H */

@@ -91,7 +91,7 @@ if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 	scripts/vm.sh --variant debug --two --out "$results/foundation" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --allow-splat \
 		--pcap "$results/foundation/wire.pcap" \
-		--cmd tests/vm/foundation.sh --cmd-b tests/vm/peer.sh >"$results/foundation.log" 2>&1
+		--cmd tests/vm/side-a.sh --cmd-b tests/vm/peer.sh >"$results/foundation.log" 2>&1
 	vm_rc=$?
 	count_tap "$results/foundation/a.out" "vm-a"
 	count_tap "$results/foundation/b.out" "vm-b"

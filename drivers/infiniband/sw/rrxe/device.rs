@@ -2,13 +2,18 @@
 
 //! The rrxe device: one RoCEv2 CA with one port over an Ethernet netdev.
 
+use crate::cq::{self, RrxeCq};
 use crate::glue::bindings as b;
+use crate::glue::keys::KeyTable;
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::{
-    ibdev_print, Device, DeviceAttr, Driver, LinkLayer, PortAttr, PortEvent, PortImmutable,
+    ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PortAttr, PortEvent,
+    PortImmutable, UData, WorkCompletion,
 };
+use crate::glue::umem::Umem;
+use crate::mr::{self, RrxeMr};
 use crate::params;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -25,19 +30,33 @@ pub(crate) struct RrxeDevice {
     guid: u64,
     /// Whether the port was last reported active, so events go out on transitions only.
     port_active: AtomicBool,
+    /// MR key indices.
+    mr_keys: Pin<KBox<KeyTable>>,
+    /// Low byte of the next MR key.
+    pub(crate) key_variant: AtomicU32,
 }
 
 /// State of one user context.
 pub(crate) struct RrxeUContext;
 
+/// State of one protection domain: the PD is an identity objects are checked against.
+pub(crate) struct RrxePd;
+
 impl RrxeDevice {
     /// Device state for a new device over `netdev`.
-    pub(crate) fn new(netdev: &NetDevice) -> Self {
-        Self {
+    pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
+        Ok(Self {
             netdev: netdev.into(),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
-        }
+            mr_keys: KBox::pin_init(KeyTable::new(), GFP_KERNEL)?,
+            key_variant: AtomicU32::new(0),
+        })
+    }
+
+    /// The table of MR key indices.
+    pub(crate) fn mr_keys(&self) -> &KeyTable {
+        &self.mr_keys
     }
 
     /// The node GUID.
@@ -100,6 +119,9 @@ pub(crate) fn update_port_state(dev: &Device<Rrxe>) {
 impl Driver for Rrxe {
     type Data = RrxeDevice;
     type UContext = RrxeUContext;
+    type Pd = RrxePd;
+    type Cq = RrxeCq;
+    type Mr = RrxeMr;
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
@@ -115,6 +137,12 @@ impl Driver for Rrxe {
                 | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID)
                 as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
+            max_pd: params::MAX_PD,
+            max_cq: params::MAX_CQ,
+            max_cqe: params::MAX_CQE as i32,
+            max_mr: params::MAX_MR as i32,
+            max_mr_size: u64::MAX,
+            page_size_cap: params::PAGE_SIZE_CAP,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..Default::default()
         };
@@ -184,6 +212,48 @@ impl Driver for Rrxe {
 
     fn alloc_ucontext(_dev: &Device<Self>) -> Result<RrxeUContext> {
         Ok(RrxeUContext)
+    }
+
+    fn alloc_pd(_dev: &Device<Self>) -> Result<RrxePd> {
+        Ok(RrxePd)
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInit,
+        udata: Option<&mut UData>,
+    ) -> Result<(RrxeCq, u32)> {
+        cq::create(dev, attr, udata)
+    }
+
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        umem: Umem,
+        _iova: u64,
+        _length: u64,
+        _access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        mr::reg_user(dev.data(), umem)
+    }
+
+    fn get_dma_mr(dev: &Device<Self>, _access: i32) -> Result<(RrxeMr, u32)> {
+        mr::dma(dev.data())
+    }
+
+    fn dereg_mr(dev: &Device<Self>, mr: RrxeMr) {
+        mr::dereg(dev.data(), mr)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
+        cq::resize(cq, entries, udata)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, wc: &mut [WorkCompletion]) -> Result<usize> {
+        cq::poll(cq, wc)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool, report_missed: bool) -> bool {
+        cq::req_notify(cq, solicited_only, report_missed)
     }
 
     fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {

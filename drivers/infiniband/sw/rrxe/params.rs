@@ -21,6 +21,21 @@ pub(crate) const GID_TABLE_LEN: i32 = 1024;
 /// RoCE has one partition: the default P_Key, full membership (IBA 10.9.1.1).
 pub(crate) const PKEY_TABLE_LEN: u16 = 1;
 
+/// Protection domains per device.
+pub(crate) const MAX_PD: i32 = 1 << 16;
+
+/// Completion queues per device.
+pub(crate) const MAX_CQ: i32 = 1 << 16;
+
+/// Entries per CQ (as rdma_rxe: 2^15 - 1, a ring of 2^15 slots with one kept empty).
+pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
+
+/// Memory regions per device: MR keys carry a 24-bit index.
+pub(crate) const MAX_MR: u32 = (1 << 24) - 1;
+
+/// Page sizes an MR may be built from: any 4 KiB multiple, as rdma_rxe reports.
+pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+
 /// IBA 9.4 bounds a message at 2^31 bytes.
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
 

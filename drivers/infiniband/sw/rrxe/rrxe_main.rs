@@ -5,19 +5,19 @@
 //! `rdma link add NAME type rrxe netdev NETDEV` creates an RDMA device over an Ethernet
 //! netdev; stock rdma-core binds it through the rdma_rxe uverbs ABI.
 
-#![allow(clippy::undocumented_unsafe_blocks)]
-
+mod cq;
 mod device;
 mod glue;
+mod mr;
 mod params;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.
 pub mod transport;
 
-use device::{Rrxe, RrxeDevice};
+pub(crate) use device::Rrxe;
+use device::RrxeDevice;
 use glue::global::Global;
-use glue::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
-use glue::rdma::eopnotsupp;
-use glue::rdma::{DeviceRegistry, LinkRegistration, LinkType, NewDevice};
+use glue::netdev::{NetDevice, NetdevEvent};
+use glue::rdma::{eopnotsupp, DeviceRegistry, NewDevice, RdmaDriver, Registration};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -31,22 +31,16 @@ module! {
     alias: ["rdma-link-rrxe"],
 }
 
-/// The devices; reached from callbacks that carry no context (link ops, netdev events).
 static DEVICES: Global<DeviceRegistry<Rrxe>> = Global::new();
 
-fn devices() -> Option<Pin<&'static DeviceRegistry<Rrxe>>> {
-    // SAFETY: `DEVICES` is published before the link type and the notifier are registered
-    // and taken only after both are unregistered (`RrxeModule`'s field order), and those are
-    // its only users.
-    unsafe { DEVICES.get() }
-}
+impl RdmaDriver for Rrxe {
+    const LINK_TYPE: &'static CStr = c_str!("rrxe");
 
-struct RrxeLink;
+    fn devices_slot() -> &'static Global<DeviceRegistry<Self>> {
+        &DEVICES
+    }
 
-impl LinkType for RrxeLink {
-    const NAME: &'static CStr = c_str!("rrxe");
-
-    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+    fn newlink(devices: Pin<&DeviceRegistry<Self>>, name: &CStr, netdev: &NetDevice) -> Result {
         if !netdev.is_ethernet() {
             pr_err!(
                 "{}: not an Ethernet device; RoCE runs over Ethernet\n",
@@ -63,8 +57,7 @@ impl LinkType for RrxeLink {
             );
             return Err(eopnotsupp());
         }
-        let devices = devices().ok_or(ENODEV)?;
-        let data = RrxeDevice::new(netdev);
+        let data = RrxeDevice::new(netdev)?;
         let node_guid = data.guid();
         let new = NewDevice {
             name,
@@ -86,13 +79,8 @@ impl LinkType for RrxeLink {
             }
         }
     }
-}
 
-struct RrxeNetdevEvents;
-
-impl NetdevEvents for RrxeNetdevEvents {
-    fn event(event: NetdevEvent, netdev: &NetDevice) {
-        let Some(devices) = devices() else { return };
+    fn netdev_event(devices: &DeviceRegistry<Self>, event: NetdevEvent, netdev: &NetDevice) {
         match event {
             NetdevEvent::Unregister => devices.unregister_netdev(netdev),
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
@@ -104,34 +92,16 @@ impl NetdevEvents for RrxeNetdevEvents {
     }
 }
 
-/// Takes the device registry back at module exit, unregistering every device.
-struct DevicesGuard;
-
-impl Drop for DevicesGuard {
-    fn drop(&mut self) {
-        drop(DEVICES.take());
-    }
-}
-
 struct RrxeModule {
-    // Dropped in declaration order: no new device, then no netdev events, then the devices
-    // are unregistered.
-    _link: Pin<KBox<LinkRegistration<RrxeLink>>>,
-    _notifier: Pin<KBox<NetdevNotifier<RrxeNetdevEvents>>>,
-    _devices: DevicesGuard,
+    _registration: Registration<Rrxe>,
 }
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        DEVICES.publish(KBox::pin_init(DeviceRegistry::new(), GFP_KERNEL)?)?;
-        let devices = DevicesGuard;
-        let notifier = KBox::pin_init(NetdevNotifier::register(), GFP_KERNEL)?;
-        let link = KBox::pin_init(LinkRegistration::register(), GFP_KERNEL)?;
+        let registration = Registration::new()?;
         pr_info!("loaded\n");
         Ok(Self {
-            _link: link,
-            _notifier: notifier,
-            _devices: devices,
+            _registration: registration,
         })
     }
 }

@@ -5,7 +5,11 @@
 #include <linux/cpumask.h>
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/vmalloc.h>
+#include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "rrxe_shim.h"
 
@@ -61,4 +65,63 @@ bool rrxe_ib_device_try_get(struct ib_device *ibdev)
 unsigned int rrxe_num_possible_cpus(void)
 {
 	return num_possible_cpus();
+}
+
+/* vmalloc_user() is a macro (allocation profiling hooks). */
+void *rrxe_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void rrxe_xa_init_alloc(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC);
+}
+
+/*
+ * Reserves the next free index in [min, max] after *next (a NULL entry is stored as a
+ * reservation, which xa_load() reports as empty). Returns 0 or 1 (wrapped) on success.
+ */
+int rrxe_xa_reserve_cyclic(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next)
+{
+	return xa_alloc_cyclic(xa, id, NULL, XA_LIMIT(min, max), next, GFP_KERNEL);
+}
+
+/* The user context of a uverbs call's driver udata (rdma_udata_to_drv_context()). */
+struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
+{
+	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+/* The driver udata of a uverbs call; kernel callers pass no bundle. */
+struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+int rrxe_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, (void *)src, len);
+}
+
+void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key)
+{
+#ifdef CONFIG_DEBUG_SPINLOCK
+	__raw_spin_lock_init(spinlock_check(lock), name, key, LD_WAIT_CONFIG);
+#else
+	spin_lock_init(lock);
+#endif
+}
+
+unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
 }

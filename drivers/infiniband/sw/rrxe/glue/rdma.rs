@@ -15,7 +15,10 @@
 //! op of ours can run once it is gone.
 
 use super::bindings;
-use super::netdev::NetDevice;
+use super::global::Global;
+use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
+use super::queue;
+use super::umem::Umem;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
@@ -82,6 +85,12 @@ pub(crate) trait Driver: Sized + 'static {
     type Data: Send + Sync;
     /// Per-user-context state.
     type UContext: Send + Sync;
+    /// Per-protection-domain state.
+    type Pd: Send + Sync;
+    /// Per-completion-queue state.
+    type Cq: Send + Sync;
+    /// Per-memory-region state.
+    type Mr: Send + Sync;
 
     /// `enum rdma_driver_id` reported to userspace; rdma-core picks its provider by it.
     const DRIVER_ID: u32;
@@ -104,6 +113,88 @@ pub(crate) trait Driver: Sized + 'static {
     fn alloc_ucontext(dev: &Device<Self>) -> Result<Self::UContext>;
     /// The netdev `port` runs over, if it is still registered.
     fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>>;
+    /// Creates the state of a new protection domain.
+    fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
+    /// Creates a completion queue; `udata` is present for userspace CQs.
+    /// Returns the CQ's state and its capacity (at least `attr.entries`).
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInit,
+        udata: Option<&mut UData>,
+    ) -> Result<(Self::Cq, u32)>;
+    /// Gives a CQ room for at least `entries` completions, keeping those it holds; returns
+    /// the new capacity.
+    fn resize_cq(cq: &Cq<Self>, entries: u32, udata: Option<&mut UData>) -> Result<u32>;
+    /// Moves up to `wc.len()` completions into `wc`; returns how many.
+    fn poll_cq(cq: &Cq<Self>, wc: &mut [WorkCompletion]) -> Result<usize>;
+    /// Registers user memory pinned in `umem` at `iova`; returns the MR and its key (used
+    /// as both L_Key and R_Key).
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        umem: Umem,
+        iova: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<(Self::Mr, u32)>;
+    /// Creates an MR covering all memory, for kernel consumers; returns it and its key.
+    fn get_dma_mr(dev: &Device<Self>, access: i32) -> Result<(Self::Mr, u32)>;
+    /// Destroys an MR.
+    fn dereg_mr(dev: &Device<Self>, mr: Self::Mr);
+    /// Arms the CQ's completion event; returns whether completions are already waiting
+    /// (when `report_missed` is set).
+    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool, report_missed: bool) -> bool;
+}
+
+/// Attributes of a new CQ.
+pub(crate) struct CqInit {
+    /// Entries requested.
+    pub(crate) entries: u32,
+}
+
+/// A completion as kernel consumers read it (`struct ib_wc`).
+pub(crate) type WorkCompletion = bindings::ib_wc;
+
+/// The driver-specific input and output of a uverbs call.
+pub(crate) struct UData {
+    raw: NonNull<bindings::ib_udata>,
+}
+
+impl UData {
+    /// Wraps the driver udata of a uverbs call in progress; `None` for kernel callers.
+    ///
+    /// # Safety
+    ///
+    /// A non-null `raw` must stay valid while the returned value is used.
+    unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
+        NonNull::new(raw).map(|raw| Self { raw })
+    }
+
+    /// Bytes of driver-specific output userspace has room for.
+    pub(crate) fn out_len(&self) -> usize {
+        // SAFETY: the udata is valid for the call.
+        unsafe { self.raw.as_ref().outlen }
+    }
+
+    /// Copies `resp` to userspace; fails with `EINVAL` if it has no room for all of it.
+    pub(crate) fn respond<R: Copy>(&mut self, resp: &R) -> Result {
+        if self.out_len() < size_of::<R>() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the udata is valid for the call; `resp` is `size_of::<R>()` readable bytes.
+        to_result(unsafe {
+            bindings::rrxe_copy_to_udata(
+                self.raw.as_ptr(),
+                ptr::from_ref(resp).cast::<c_void>(),
+                size_of::<R>(),
+            )
+        })
+    }
+
+    /// The user context of the call.
+    pub(crate) fn ucontext(&self) -> *mut bindings::ib_ucontext {
+        // SAFETY: the udata belongs to a uverbs call, whose bundle names its context.
+        unsafe { bindings::rrxe_udata_to_ucontext(self.raw.as_ptr()) }
+    }
 }
 
 /// A registered RDMA device of driver `T`: the `struct ib_device` and the driver's data.
@@ -130,7 +221,7 @@ impl<T: Driver> Device<T> {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ibdev.get()
     }
 
@@ -401,6 +492,19 @@ impl<T: Driver> DeviceRegistry<T> {
             dealloc_ucontext: Some(Self::dealloc_ucontext),
             mmap: Some(Self::mmap),
             get_netdev: Some(Self::get_netdev),
+            mmap_free: Some(Self::mmap_free),
+            alloc_pd: Some(Self::alloc_pd),
+            dealloc_pd: Some(Self::dealloc_pd),
+            create_cq: Some(Self::create_cq),
+            destroy_cq: Some(Self::destroy_cq),
+            poll_cq: Some(Self::poll_cq),
+            resize_cq: Some(Self::resize_cq),
+            req_notify_cq: Some(Self::req_notify_cq),
+            reg_user_mr: Some(Self::reg_user_mr),
+            get_dma_mr: Some(Self::get_dma_mr),
+            dereg_mr: Some(Self::dereg_mr),
+            size_ib_pd: size_of::<Pd<T>>(),
+            size_ib_cq: size_of::<Cq<T>>(),
             dealloc_driver: Some(Self::dealloc_driver),
             size_ib_ucontext: size_of::<UContext<T>>(),
             ..Default::default()
@@ -522,12 +626,242 @@ impl<T: Driver> DeviceRegistry<T> {
     ///
     /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
     unsafe extern "C" fn mmap(
-        _ibuc: *mut bindings::ib_ucontext,
-        _vma: *mut bindings::vm_area_struct,
+        ibuc: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
     ) -> c_int {
-        // No object exports a memory region to userspace yet (the rxe ABI maps CQ, QP and
-        // SRQ rings, which come with those verbs), so every offset is invalid.
-        EINVAL.to_errno()
+        // SAFETY: called by the core's mmap path for this context.
+        from_result(|| unsafe { queue::mmap(ibuc, vma) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: every entry of our contexts was inserted by a `SharedQueue`.
+        unsafe { queue::mmap_free(entry) }
+    }
+
+    /// Allocates an MR, fills it with what `create` returns, and hands it to the core.
+    ///
+    /// The allocation comes first, so that once the driver has created its state (and
+    /// taken a key) nothing can fail before the core owns it.
+    fn new_mr(
+        iova: u64,
+        length: u64,
+        create: impl FnOnce() -> Result<(T::Mr, u32)>,
+    ) -> Result<*mut bindings::ib_mr> {
+        let mut mr = KBox::new(
+            Mr::<T> {
+                ibmr: Opaque::new(bindings::ib_mr::default()),
+                data: MaybeUninit::uninit(),
+            },
+            GFP_KERNEL,
+        )?;
+        let (data, key) = create()?;
+        mr.data.write(data);
+        // SAFETY: we own the MR exclusively until it is handed to the core below.
+        unsafe {
+            let ibmr = mr.ibmr.get();
+            (*ibmr).lkey = key;
+            (*ibmr).rkey = key;
+            (*ibmr).iova = iova;
+            (*ibmr).length = length;
+            (*ibmr).page_size = bindings::RRXE_PAGE_SIZE as u32;
+        }
+        // The ib_mr is the first field of the `#[repr(C)]` Mr; the core fills in device,
+        // pd and type, and gives the pointer back to dereg_mr.
+        Ok(KBox::into_raw(mr).cast())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn reg_user_mr(
+        ibpd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: a live PD of one of our devices, in a uverbs call of the owning process.
+        let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
+        Self::new_mr(iova, length, || {
+            let umem = Umem::get(dev, start, length, access)?;
+            T::reg_user_mr(dev, umem, iova, length, access)
+        })
+        .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn get_dma_mr(
+        ibpd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: a live PD of one of our devices.
+        let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
+        Self::new_mr(0, 0, || T::get_dma_mr(dev, access)).unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn dereg_mr(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: the MR came from `new_mr` (a leaked `KBox<Mr<T>>`) and the core deregisters
+        // it once, on a live device.
+        let (mr, dev) = unsafe {
+            (
+                KBox::from_raw(ibmr.cast::<Mr<T>>()),
+                Device::<T>::from_raw((*ibmr).device),
+            )
+        };
+        // SAFETY: `new_mr` initialised the data.
+        T::dereg_mr(dev, unsafe { mr.data.assume_init_read() });
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn alloc_pd(
+        ibpd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        let pd = ibpd.cast::<Pd<T>>();
+        // SAFETY: the core passes a zeroed `size_ib_pd` object of one of our devices.
+        let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
+        from_result(|| {
+            let data = T::alloc_pd(dev)?;
+            // SAFETY: `pd` is valid for writes; dropped in dealloc_pd.
+            unsafe { addr_of_mut!((*pd).data).write(MaybeUninit::new(data)) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn dealloc_pd(
+        ibpd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: alloc_pd succeeded on this PD and the core deallocates it once.
+        unsafe { (*addr_of_mut!((*ibpd.cast::<Pd<T>>()).data)).assume_init_drop() };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        let cq = ibcq.cast::<Cq<T>>();
+        // SAFETY: the core passes a zeroed `size_ib_cq` object of one of our devices, valid
+        // attributes, and a bundle for user calls (null for kernel ones).
+        let (dev, attr, mut udata) = unsafe {
+            (
+                Device::<T>::from_raw((*ibcq).device),
+                &*attr,
+                UData::from_raw(bindings::rrxe_bundle_udata(attrs)),
+            )
+        };
+        from_result(|| {
+            // No CQ creation flags (timestamps, ...) are supported.
+            if attr.flags != 0 {
+                return Err(eopnotsupp());
+            }
+            // The completion vector needs no handling: uverbs bounds it by
+            // num_comp_vectors, and completions are delivered from rrxe's own contexts.
+            let init = CqInit { entries: attr.cqe };
+            let (data, capacity) = T::create_cq(dev, &init, udata.as_mut())?;
+            // SAFETY: `cq` is valid for writes; the data is dropped in destroy_cq. `cqe` is
+            // what uverbs reports back as the CQ's size.
+            unsafe {
+                addr_of_mut!((*cq).data).write(MaybeUninit::new(data));
+                (*ibcq).cqe = capacity as c_int;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: create_cq succeeded on this CQ and the core destroys it once.
+        unsafe { (*addr_of_mut!((*ibcq.cast::<Cq<T>>()).data)).assume_init_drop() };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn resize_cq(
+        ibcq: *mut bindings::ib_cq,
+        cqe: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: a live CQ of ours; `udata` belongs to the uverbs call (null for kernel
+        // callers).
+        let (cq, mut udata) = unsafe { (&*ibcq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+        from_result(|| {
+            let entries = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            let capacity = T::resize_cq(cq, entries, udata.as_mut())?;
+            // SAFETY: uverbs reports `cqe` back as the CQ's size; the core serialises verbs on
+            // one CQ object.
+            unsafe { (*ibcq).cqe = capacity as c_int };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        let Ok(num) = usize::try_from(num) else {
+            return EINVAL.to_errno();
+        };
+        if num == 0 {
+            return 0;
+        }
+        // SAFETY: a live CQ of ours; the consumer passes room for `num` completions.
+        let (cq, wc) = unsafe {
+            (
+                &*ibcq.cast::<Cq<T>>(),
+                core::slice::from_raw_parts_mut(wc, num),
+            )
+        };
+        from_result(|| T::poll_cq(cq, wc).map(|n| n as c_int))
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        // SAFETY: a live CQ of ours.
+        let cq = unsafe { &*ibcq.cast::<Cq<T>>() };
+        let solicited_only = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+        c_int::from(T::req_notify_cq(cq, solicited_only, report))
     }
 
     /// # Safety
@@ -573,6 +907,36 @@ impl<T: Driver> PinnedDrop for DeviceRegistry<T> {
     }
 }
 
+/// A protection domain (`struct ib_pd`) and the driver's state for it.
+#[repr(C)]
+pub(crate) struct Pd<T: Driver> {
+    ibpd: Opaque<bindings::ib_pd>,
+    data: MaybeUninit<T::Pd>,
+}
+
+/// A memory region (`struct ib_mr`) and the driver's state for it. Unlike most objects the
+/// driver allocates it.
+#[repr(C)]
+pub(crate) struct Mr<T: Driver> {
+    ibmr: Opaque<bindings::ib_mr>,
+    data: MaybeUninit<T::Mr>,
+}
+
+/// A completion queue (`struct ib_cq`) and the driver's state for it.
+#[repr(C)]
+pub(crate) struct Cq<T: Driver> {
+    ibcq: Opaque<bindings::ib_cq>,
+    data: MaybeUninit<T::Cq>,
+}
+
+impl<T: Driver> Cq<T> {
+    /// The driver's state.
+    pub(crate) fn data(&self) -> &T::Cq {
+        // SAFETY: a `Cq` is only handed out between create_cq's success and destroy_cq.
+        unsafe { self.data.assume_init_ref() }
+    }
+}
+
 /// A user context (`struct ib_ucontext`) and the driver's state for it.
 #[repr(C)]
 pub(crate) struct UContext<T: Driver> {
@@ -590,34 +954,95 @@ fn module_ptr() -> *mut bindings::module {
     crate::THIS_MODULE.as_ptr().cast()
 }
 
-/// Creates devices for `rdma link add NAME type TYPE netdev NETDEV`.
-pub(crate) trait LinkType {
-    /// The link type name.
-    const NAME: &'static CStr;
+/// A driver as the kernel reaches it without a device: `rdma link add` and netdev events.
+pub(crate) trait RdmaDriver: Driver {
+    /// The rdma link type (`rdma link add NAME type TYPE netdev NETDEV`).
+    const LINK_TYPE: &'static CStr;
+    /// The static that holds the driver's devices while it is registered.
+    fn devices_slot() -> &'static Global<DeviceRegistry<Self>>;
     /// Creates device `name` over `netdev`.
-    fn newlink(name: &CStr, netdev: &NetDevice) -> Result;
+    fn newlink(devices: Pin<&DeviceRegistry<Self>>, name: &CStr, netdev: &NetDevice) -> Result;
+    /// Reacts to `event` on `netdev` (RTNL held).
+    fn netdev_event(devices: &DeviceRegistry<Self>, event: NetdevEvent, netdev: &NetDevice);
 }
 
-/// A registered rdma link type; dropping it unregisters it.
-pub(crate) struct LinkRegistration<T: LinkType> {
+/// A registered driver: its device registry, netdev notifier and link type.
+///
+/// The registry is published first and taken back last (fields drop in declaration order):
+/// the link type and the notifier, the only callbacks that reach the registry through the
+/// static, are unregistered (which waits for running calls) before it is dropped, and
+/// dropping it unregisters every device.
+pub(crate) struct Registration<T: RdmaDriver> {
+    _link: Pin<KBox<LinkRegistration<T>>>,
+    _notifier: Pin<KBox<NetdevNotifier<RegistryEvents<T>>>>,
+    _devices: RegistryGuard<T>,
+}
+
+impl<T: RdmaDriver> Registration<T> {
+    /// Registers driver `T`; fails with `EBUSY` if it already is.
+    pub(crate) fn new() -> Result<Self> {
+        T::devices_slot().publish(KBox::pin_init(DeviceRegistry::new(), GFP_KERNEL)?)?;
+        let devices = RegistryGuard(PhantomData);
+        let notifier = KBox::pin_init(NetdevNotifier::register(), GFP_KERNEL)?;
+        let link = KBox::pin_init(LinkRegistration::register(), GFP_KERNEL)?;
+        Ok(Self {
+            _link: link,
+            _notifier: notifier,
+            _devices: devices,
+        })
+    }
+
+    /// The registry, for the callbacks `Registration` orders around it.
+    ///
+    /// # Safety
+    ///
+    /// Only callable from the link type's and the notifier's callbacks.
+    unsafe fn devices() -> Option<Pin<&'static DeviceRegistry<T>>> {
+        // SAFETY: those callbacks are unregistered before `RegistryGuard` takes the value.
+        unsafe { T::devices_slot().get() }
+    }
+}
+
+/// Takes the registry back, unregistering every device.
+struct RegistryGuard<T: RdmaDriver>(PhantomData<T>);
+
+impl<T: RdmaDriver> Drop for RegistryGuard<T> {
+    fn drop(&mut self) {
+        drop(T::devices_slot().take());
+    }
+}
+
+/// Forwards netdev events to the driver with its registry.
+struct RegistryEvents<T>(PhantomData<T>);
+
+impl<T: RdmaDriver> NetdevEvents for RegistryEvents<T> {
+    fn event(event: NetdevEvent, netdev: &NetDevice) {
+        // SAFETY: this is the notifier's callback.
+        if let Some(devices) = unsafe { Registration::<T>::devices() } {
+            T::netdev_event(&devices, event, netdev);
+        }
+    }
+}
+
+/// The driver's rdma link type, registered while it exists.
+struct LinkRegistration<T: RdmaDriver> {
     ops: Opaque<bindings::rdma_link_ops>,
     _link: PhantomData<T>,
 }
 
 // SAFETY: the ops structure is only touched by the RDMA core under its link_ops rwsem.
-unsafe impl<T: LinkType> Send for LinkRegistration<T> {}
+unsafe impl<T: RdmaDriver> Send for LinkRegistration<T> {}
 // SAFETY: as above.
-unsafe impl<T: LinkType> Sync for LinkRegistration<T> {}
+unsafe impl<T: RdmaDriver> Sync for LinkRegistration<T> {}
 
-impl<T: LinkType> LinkRegistration<T> {
-    /// Registers link type `T`.
-    pub(crate) fn register() -> impl PinInit<Self, Error> {
+impl<T: RdmaDriver> LinkRegistration<T> {
+    fn register() -> impl PinInit<Self, Error> {
         // SAFETY: initialises every field, then registers the ops at their pinned address.
         unsafe {
             kernel::init::pin_init_from_closure(move |slot: *mut Self| {
                 let ops = Opaque::raw_get(addr_of_mut!((*slot).ops));
                 ops.write(bindings::rdma_link_ops {
-                    type_: T::NAME.as_char_ptr(),
+                    type_: T::LINK_TYPE.as_char_ptr(),
                     newlink: Some(Self::newlink),
                     ..Default::default()
                 });
@@ -635,11 +1060,15 @@ impl<T: LinkType> LinkRegistration<T> {
         // SAFETY: the caller passes a NUL-terminated name and holds a netdev reference for the
         // duration of the call.
         let (name, netdev) = unsafe { (CStr::from_char_ptr(name), NetDevice::from_raw(ndev)) };
-        from_result(|| T::newlink(name, netdev).map(|()| 0))
+        from_result(|| {
+            // SAFETY: this is the link type's callback.
+            let devices = unsafe { Registration::<T>::devices() }.ok_or(ENODEV)?;
+            T::newlink(devices, name, netdev).map(|()| 0)
+        })
     }
 }
 
-impl<T: LinkType> Drop for LinkRegistration<T> {
+impl<T: RdmaDriver> Drop for LinkRegistration<T> {
     fn drop(&mut self) {
         // SAFETY: registered in `register`; unregistering waits out running newlink calls
         // (the core takes link_ops_rwsem for writing).

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: a ring in rdma_rxe's shared format. Userspace maps user CQs and polls
+//! them itself; kernel consumers poll through `poll_cq`.
+
+use crate::glue::bindings as b;
+use crate::glue::queue::SharedQueue;
+use crate::glue::rdma::{Cq, CqInit, Device, UData, WorkCompletion};
+use crate::glue::sync::{IrqSpinLock, LockClass};
+use crate::params;
+use crate::Rrxe;
+use core::mem::size_of;
+use kernel::c_str;
+use kernel::prelude::*;
+
+static CQ_LOCK: LockClass = LockClass::new();
+
+/// Which completions raise the next completion event (IBA 11.4.2.2, Request Completion
+/// Notification).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    Not,
+    /// Only a solicited completion (or an error) fires the event.
+    Solicited,
+    /// The next completion fires the event; a later solicited-only request cannot narrow it.
+    Next,
+}
+
+struct CqRing {
+    queue: SharedQueue,
+    /// User CQs hold `struct ib_uverbs_wc` entries written for the rxe provider; kernel CQs
+    /// hold `struct ib_wc`.
+    user: bool,
+    armed: Armed,
+}
+
+/// State of one rrxe CQ.
+pub(crate) struct RrxeCq {
+    ring: Pin<KBox<IrqSpinLock<CqRing>>>,
+}
+
+/// Creates a CQ; for user CQs, exports the ring and answers rdma_rxe's create response.
+pub(crate) fn create(
+    _dev: &Device<Rrxe>,
+    attr: &CqInit,
+    udata: Option<&mut UData>,
+) -> Result<(RrxeCq, u32)> {
+    check_entries(attr.entries)?;
+    let user = udata.is_some();
+    let mut queue = new_ring(attr.entries, user)?;
+    if let Some(udata) = udata {
+        let mi = queue.export(udata)?;
+        udata.respond(&b::rxe_create_cq_resp { mi })?;
+    }
+    let capacity = queue.capacity();
+    let ring = KBox::pin_init(
+        IrqSpinLock::new(
+            CqRing {
+                queue,
+                user,
+                armed: Armed::Not,
+            },
+            c_str!("rrxe_cq"),
+            &CQ_LOCK,
+        ),
+        GFP_KERNEL,
+    )?;
+    Ok((RrxeCq { ring }, capacity))
+}
+
+fn check_entries(entries: u32) -> Result {
+    if entries == 0 || entries > params::MAX_CQE {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// A new ring for `entries` completions in the format its reader expects.
+fn new_ring(entries: u32, user: bool) -> Result<SharedQueue> {
+    let elem = if user {
+        size_of::<b::ib_uverbs_wc>()
+    } else {
+        size_of::<WorkCompletion>()
+    };
+    SharedQueue::new(entries, elem)
+}
+
+/// Replaces the ring with one of room for `entries`, moving the completions it holds.
+///
+/// rdma_rxe's protocol: the response carries the new ring's `mminfo`; the provider, holding
+/// its CQ lock, unmaps the old ring and maps the new one.
+pub(crate) fn resize(cq: &Cq<Rrxe>, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
+    check_entries(entries)?;
+    let user = cq.data().ring.lock().user;
+    if user != udata.is_some() {
+        return Err(EINVAL);
+    }
+    // Allocation, export and the copy to userspace may sleep: all before taking the lock.
+    let mut queue = new_ring(entries, user)?;
+    if let Some(udata) = udata {
+        let mi = queue.export(udata)?;
+        udata.respond(&b::rxe_resize_cq_resp { mi })?;
+    }
+    let capacity = queue.capacity();
+    let old = {
+        let mut ring = cq.data().ring.lock();
+        // Fewer slots than completions waiting would lose some (IBA 11.2.8.2: EINVAL).
+        queue.take_entries_from(&ring.queue)?;
+        core::mem::replace(&mut ring.queue, queue)
+    };
+    // Freeing may sleep (vfree, mmap entry removal): after the lock.
+    drop(old);
+    Ok(capacity)
+}
+
+/// Moves completions of a kernel CQ to its consumer.
+pub(crate) fn poll(cq: &Cq<Rrxe>, wc: &mut [WorkCompletion]) -> Result<usize> {
+    let ring = cq.data().ring.lock();
+    if ring.user {
+        // A user CQ's ring holds uverbs completions for the provider to read; the
+        // POLL_CQ command has nothing valid to return from it.
+        return Err(EINVAL);
+    }
+    let producer = ring.queue.producer();
+    let mut consumer = ring.queue.consumer();
+    let mut n = 0;
+    while n < wc.len() && consumer != producer {
+        wc[n] = ring.queue.read_slot(consumer);
+        consumer = ring.queue.next(consumer);
+        n += 1;
+    }
+    ring.queue.set_consumer(consumer);
+    Ok(n)
+}
+
+/// Arms the completion event; reports completions already waiting when asked to.
+pub(crate) fn req_notify(cq: &Cq<Rrxe>, solicited_only: bool, report_missed: bool) -> bool {
+    let mut ring = cq.data().ring.lock();
+    ring.armed = match (ring.armed, solicited_only) {
+        (Armed::Next, _) | (_, false) => Armed::Next,
+        _ => Armed::Solicited,
+    };
+    report_missed && ring.queue.producer() != ring.queue.consumer()
+}

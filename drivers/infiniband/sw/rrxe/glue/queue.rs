@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queues in rdma_rxe's shared-ring format (`struct rxe_queue_buf` in
+//! include/uapi/rdma/rdma_user_rxe.h), the ABI rdma-core's rxe provider maps.
+//!
+//! A queue is one vmalloc'ed buffer: a header with the element size, the index mask and the
+//! producer and consumer indices each on its own cache line, then a power-of-two number of
+//! power-of-two-sized slots, one always left empty to tell full from empty. A user queue is
+//! exported through an mmap entry of its user context; the entry owns the buffer from then
+//! on, so a mapping that outlives the object still points at valid pages.
+
+use super::bindings;
+use super::rdma::UData;
+use core::ffi::c_void;
+use core::mem::size_of;
+use core::ptr::{self, addr_of_mut, NonNull};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::error::to_result;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// Offsets in `struct rxe_queue_buf`.
+const LOG2_ELEM_SIZE: usize = 0;
+const INDEX_MASK: usize = 4;
+const PRODUCER_INDEX: usize = 128;
+const CONSUMER_INDEX: usize = 256;
+const DATA: usize = 384;
+
+/// Most slots a queue may have (rdma_rxe's CQ limit is 2^15 - 1 entries).
+const MAX_SLOTS: u32 = 1 << 20;
+
+/// Where a user mapping of a queue comes from: `mminfo` in rdma_rxe's create responses.
+pub(crate) type MmapInfo = bindings::mminfo;
+
+/// The mmap entry of an exported queue; it owns the buffer.
+#[repr(C)]
+struct Mapping {
+    entry: Opaque<bindings::rdma_user_mmap_entry>,
+    buf: NonNull<u8>,
+}
+
+/// A ring in rdma_rxe's shared format.
+pub(crate) struct SharedQueue {
+    buf: NonNull<u8>,
+    len: usize,
+    log2_elem_size: u32,
+    index_mask: u32,
+    mapping: Option<NonNull<Mapping>>,
+}
+
+// SAFETY: the buffer is plain memory; the indices are accessed atomically.
+unsafe impl Send for SharedQueue {}
+// SAFETY: as above.
+unsafe impl Sync for SharedQueue {}
+
+impl SharedQueue {
+    /// A queue holding at least `entries` elements of `elem_size` bytes.
+    pub(crate) fn new(entries: u32, elem_size: usize) -> Result<Self> {
+        let slots = entries
+            .checked_add(1)
+            .and_then(u32::checked_next_power_of_two)
+            .filter(|&s| s <= MAX_SLOTS)
+            .ok_or(EINVAL)?;
+        let elem = elem_size.checked_next_power_of_two().ok_or(EINVAL)?;
+        let page = bindings::RRXE_PAGE_SIZE;
+        let len = (DATA + slots as usize * elem + page - 1) & !(page - 1);
+        // SAFETY: vmalloc_user returns zeroed, page-aligned memory that may be mapped to
+        // userspace, or null.
+        let raw = unsafe { bindings::rrxe_vmalloc_user(len as _) };
+        let buf = NonNull::new(raw.cast::<u8>()).ok_or(ENOMEM)?;
+        let queue = Self {
+            buf,
+            len,
+            log2_elem_size: elem.trailing_zeros(),
+            index_mask: slots - 1,
+            mapping: None,
+        };
+        // SAFETY: the header lies inside the fresh buffer; no one else sees it yet.
+        unsafe {
+            buf.as_ptr()
+                .add(LOG2_ELEM_SIZE)
+                .cast::<u32>()
+                .write(queue.log2_elem_size);
+            buf.as_ptr()
+                .add(INDEX_MASK)
+                .cast::<u32>()
+                .write(queue.index_mask);
+        }
+        Ok(queue)
+    }
+
+    /// How many elements the queue holds (one slot stays empty).
+    pub(crate) fn capacity(&self) -> u32 {
+        self.index_mask
+    }
+
+    /// Makes the queue mappable by the user context of the verb `udata` belongs to; returns
+    /// what userspace passes to mmap.
+    pub(crate) fn export(&mut self, udata: &UData) -> Result<MmapInfo> {
+        let uctx = udata.ucontext();
+        if self.mapping.is_some() {
+            return Err(EINVAL);
+        }
+        let mapping = KBox::new(
+            Mapping {
+                entry: Opaque::new(bindings::rdma_user_mmap_entry::default()),
+                buf: self.buf,
+            },
+            GFP_KERNEL,
+        )?;
+        let mapping = NonNull::new(KBox::into_raw(mapping)).ok_or(ENOMEM)?;
+        // SAFETY: `uctx` is live for the verb; the entry is zeroed and lives in a stable
+        // allocation; on success the
+        // context's xarray references it until `rdma_user_mmap_entry_remove` and the last
+        // vma close, after which `mmap_free` frees it.
+        let err = unsafe {
+            bindings::rdma_user_mmap_entry_insert(
+                uctx,
+                Opaque::raw_get(addr_of_mut!((*mapping.as_ptr()).entry)),
+                self.len,
+            )
+        };
+        if let Err(e) = to_result(err) {
+            // SAFETY: not inserted, so we still own the allocation.
+            drop(unsafe { KBox::from_raw(mapping.as_ptr()) });
+            return Err(e);
+        }
+        self.mapping = Some(mapping);
+        // SAFETY: the entry was just initialised by the insert.
+        let pgoff = unsafe { (*(*mapping.as_ptr()).entry.get()).start_pgoff };
+        Ok(MmapInfo {
+            offset: (pgoff as u64) << bindings::RRXE_PAGE_SHIFT,
+            size: self.len as u32,
+            pad: 0,
+        })
+    }
+
+    fn index(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: the header is inside the buffer, 4-byte aligned, and only ever accessed
+        // atomically (by us and by the provider's C11 atomics).
+        unsafe { AtomicU32::from_ptr(self.buf.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    /// The producer index. Userspace may have written anything into a queue it produces,
+    /// so the value is masked into range.
+    pub(crate) fn producer(&self) -> u32 {
+        self.index(PRODUCER_INDEX).load(Ordering::Acquire) & self.index_mask
+    }
+
+    /// The consumer index, masked into range.
+    pub(crate) fn consumer(&self) -> u32 {
+        self.index(CONSUMER_INDEX).load(Ordering::Acquire) & self.index_mask
+    }
+
+    /// Publishes a new consumer index after the consumed slot has been read.
+    pub(crate) fn set_consumer(&self, index: u32) {
+        self.index(CONSUMER_INDEX)
+            .store(index & self.index_mask, Ordering::Release);
+    }
+
+    /// How many elements are between the consumer and the producer.
+    pub(crate) fn count(&self) -> u32 {
+        self.producer().wrapping_sub(self.consumer()) & self.index_mask
+    }
+
+    /// Moves the elements of `old` (consumer to producer) to the start of this empty queue
+    /// and sets its indices; `old` is left as it was. Both queues must have the same
+    /// element size and this one room for all the elements.
+    pub(crate) fn take_entries_from(&mut self, old: &SharedQueue) -> Result {
+        let count = old.count();
+        if count > self.capacity() || old.log2_elem_size != self.log2_elem_size {
+            return Err(EINVAL);
+        }
+        let elem = 1usize << self.log2_elem_size;
+        let mut index = old.consumer();
+        for slot in 0..count as usize {
+            // SAFETY: both slots lie inside their buffers (indices masked, `slot` below this
+            // queue's capacity); the buffers are distinct allocations. Volatile reads: the
+            // old ring may be mapped by userspace.
+            unsafe {
+                let src = old
+                    .buf
+                    .as_ptr()
+                    .add(DATA + ((index as usize) << self.log2_elem_size));
+                let dst = self.buf.as_ptr().add(DATA + (slot << self.log2_elem_size));
+                for i in 0..elem {
+                    dst.add(i).write(src.add(i).read_volatile());
+                }
+            }
+            index = old.next(index);
+        }
+        self.index(CONSUMER_INDEX).store(0, Ordering::Release);
+        self.index(PRODUCER_INDEX).store(count, Ordering::Release);
+        Ok(())
+    }
+
+    /// The index after `index`.
+    pub(crate) fn next(&self, index: u32) -> u32 {
+        index.wrapping_add(1) & self.index_mask
+    }
+
+    /// Copies slot `index` into `out`, one 8-byte word at a time: userspace may be writing
+    /// the slot concurrently, so it is read once, into kernel memory, before any use.
+    pub(crate) fn read_slot<E: Copy + Default>(&self, index: u32) -> E {
+        let mut out = E::default();
+        let len = size_of::<E>().min(1 << self.log2_elem_size);
+        // SAFETY: the slot lies inside the buffer (the index is masked), `out` is a plain
+        // `Copy` value of at least `len` bytes and kernel memory; volatile reads keep the
+        // compiler from assuming the shared slot is stable.
+        unsafe {
+            let src = self
+                .buf
+                .as_ptr()
+                .add(DATA + (((index & self.index_mask) as usize) << self.log2_elem_size));
+            let dst = ptr::from_mut(&mut out).cast::<u8>();
+            for i in 0..len {
+                dst.add(i).write(src.add(i).read_volatile());
+            }
+        }
+        out
+    }
+}
+
+impl Drop for SharedQueue {
+    fn drop(&mut self) {
+        match self.mapping {
+            // SAFETY: the entry was inserted by `export`; removing it drops the insert
+            // reference, and `mmap_free` frees the buffer when no vma maps it any more.
+            Some(mapping) => unsafe {
+                bindings::rdma_user_mmap_entry_remove(Opaque::raw_get(addr_of_mut!(
+                    (*mapping.as_ptr()).entry
+                )))
+            },
+            // SAFETY: the buffer came from vmalloc_user and was never exported.
+            None => unsafe { bindings::vfree(self.buf.as_ptr().cast::<c_void>()) },
+        }
+    }
+}
+
+/// Maps the queue behind `vma`'s offset into `vma`.
+///
+/// # Safety
+///
+/// `uctx` and `vma` come from the RDMA core's mmap path for that context.
+pub(crate) unsafe fn mmap(
+    uctx: *mut bindings::ib_ucontext,
+    vma: *mut bindings::vm_area_struct,
+) -> Result {
+    // SAFETY: per the caller; the lookup takes a reference, checks the size and VM_SHARED.
+    let entry = unsafe { bindings::rdma_user_mmap_entry_get(uctx, vma) };
+    if entry.is_null() {
+        return Err(EINVAL);
+    }
+    let mapping = entry.cast::<Mapping>();
+    // SAFETY: every entry in our contexts is the first field of a `Mapping`, whose buffer
+    // the entry reference keeps alive; the buffer is vmalloc_user memory of the entry's size.
+    let err = unsafe {
+        let err = bindings::remap_vmalloc_range(vma, (*mapping).buf.as_ptr().cast::<c_void>(), 0);
+        bindings::rdma_user_mmap_entry_put(entry);
+        err
+    };
+    to_result(err)
+}
+
+/// Frees an exported queue once its entry is removed and unmapped (`ops.mmap_free`).
+///
+/// # Safety
+///
+/// Called by the RDMA core, once, for an entry inserted by [`SharedQueue::export`].
+pub(crate) unsafe fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
+    // SAFETY: the entry is the first field of a `Mapping` allocated by `export`; the core
+    // holds no reference any more.
+    let mapping = unsafe { KBox::from_raw(entry.cast::<Mapping>()) };
+    // SAFETY: the buffer came from vmalloc_user and nothing maps it any more.
+    unsafe { bindings::vfree(mapping.buf.as_ptr().cast::<c_void>()) };
+}

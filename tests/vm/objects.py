@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Verbs objects through the unmodified rdma-core rxe provider (pyverbs), TAP output.
+
+Run inside a VM with an rrxe device named by $RRXE_DEV (default rrxe0).
+"""
+import errno
+import mmap
+import os
+import sys
+import traceback
+
+from pyverbs.cq import CQ, CQEX, CompChannel, CqInitAttrEx, PollCqAttr
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+import pyverbs.enums as e
+from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+DEV = os.environ.get("RRXE_DEV", "rrxe0")
+n = 0
+failed = 0
+
+
+def report(ok, desc, detail=""):
+    global n, failed
+    n += 1
+    print(("ok" if ok else "not ok") + f" {n} - {desc}")
+    if not ok:
+        failed += 1
+        for line in detail.splitlines():
+            print("#   " + line)
+    sys.stdout.flush()
+
+
+def test(desc):
+    def wrap(fn):
+        try:
+            fn()
+            report(True, desc)
+        except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
+            report(False, desc, traceback.format_exc())
+        return fn
+    return wrap
+
+
+def fails_with(fn, *errnos):
+    try:
+        fn()
+    except (PyverbsRDMAError, PyverbsError, OSError) as exc:
+        err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
+        if errnos and err not in errnos:
+            raise AssertionError(f"failed with errno {err}, expected one of {errnos}: {exc}")
+        return
+    raise AssertionError("unexpectedly succeeded")
+
+
+print("TAP version 13")
+print(f"# verbs objects on {DEV}")
+ctx = Context(name=DEV)
+attr = ctx.query_device()
+
+
+@test("query_device reports PD and CQ limits")
+def _():
+    assert attr.max_pd > 0 and attr.max_cq > 0, (attr.max_pd, attr.max_cq)
+    assert attr.max_cqe == (1 << 15) - 1, attr.max_cqe
+
+
+@test("allocate and free a PD")
+def _():
+    PD(ctx).close()
+
+
+@test("1000 PDs allocated and freed")
+def _():
+    pds = [PD(ctx) for _ in range(1000)]
+    for pd in pds:
+        pd.close()
+
+
+@test("create a CQ of 100 entries: ring mapped, capacity >= 100")
+def _():
+    cq = CQ(ctx, 100)
+    assert cq.cqe >= 100, cq.cqe
+    cq.close()
+
+
+@test("poll an empty CQ returns nothing")
+def _():
+    cq = CQ(ctx, 16)
+    npolled, wcs = cq.poll(num_entries=4)
+    assert npolled == 0 and not wcs, (npolled, wcs)
+    cq.close()
+
+
+@test("CQ with a completion channel; request notification (next and solicited)")
+def _():
+    ch = CompChannel(ctx)
+    cq = CQ(ctx, 16, None, ch, 0)
+    cq.req_notify(solicited_only=False)
+    cq.req_notify(solicited_only=True)
+    cq.close()
+    ch.close()
+
+
+@test("resize a CQ up and down (ibv_resize_cq: new ring mapped)")
+def _():
+    cq = CQ(ctx, 16)
+    cq.resize(1000)
+    assert cq.cqe >= 1000, cq.cqe
+    npolled, _ = cq.poll(num_entries=4)
+    assert npolled == 0, npolled
+    cq.resize(8)
+    assert 8 <= cq.cqe < 1000, cq.cqe
+    cq.close()
+
+
+@test("resize a CQ beyond max_cqe is refused with EINVAL")
+def _():
+    cq = CQ(ctx, 16)
+    fails_with(lambda: cq.resize(attr.max_cqe + 1), errno.EINVAL)
+    npolled, _ = cq.poll(num_entries=1)
+    assert npolled == 0, npolled
+    cq.close()
+
+
+@test("CQ of max_cqe entries")
+def _():
+    CQ(ctx, attr.max_cqe).close()
+
+
+@test("CQ of max_cqe + 1 entries is refused with EINVAL")
+def _():
+    fails_with(lambda: CQ(ctx, attr.max_cqe + 1), errno.EINVAL)
+
+
+@test("CQ of 0 entries is refused")
+def _():
+    fails_with(lambda: CQ(ctx, 0))
+
+
+@test("extended CQ (ibv_create_cq_ex): start_poll on an empty CQ finds nothing")
+def _():
+    cq = CQEX(ctx, CqInitAttrEx(cqe=32))
+    ret = cq.start_poll(PollCqAttr())
+    assert ret == errno.ENOENT, ret
+    cq.close()
+
+
+@test("500 CQs created and destroyed (mmap/munmap of their rings)")
+def _():
+    for _ in range(500):
+        CQ(ctx, 64).close()
+
+
+@test("64 CQs alive at once")
+def _():
+    cqs = [CQ(ctx, 256) for _ in range(64)]
+    for cq in cqs:
+        cq.close()
+
+
+LW = e.IBV_ACCESS_LOCAL_WRITE
+RW = e.IBV_ACCESS_REMOTE_WRITE
+RR = e.IBV_ACCESS_REMOTE_READ
+RA = e.IBV_ACCESS_REMOTE_ATOMIC
+
+
+@test("query_device reports MR limits")
+def _():
+    assert attr.max_mr > 0 and attr.max_mr_size > 0, (attr.max_mr, attr.max_mr_size)
+
+
+@test("register a 4 KiB MR: L_Key == R_Key, non-zero")
+def _():
+    pd = PD(ctx)
+    mr = MR(pd, 4096, LW)
+    assert mr.lkey == mr.rkey and mr.lkey != 0, (hex(mr.lkey), hex(mr.rkey))
+    mr.close()
+    pd.close()
+
+
+@test("register MRs with every remote access combination")
+def _():
+    pd = PD(ctx)
+    for acc in (LW, LW | RW, RR, LW | RR | RW, LW | RW | RR | RA):
+        MR(pd, 8192, acc).close()
+    pd.close()
+
+
+@test("remote write without local write is refused with EINVAL (IBA 10.6.3.1)")
+def _():
+    pd = PD(ctx)
+    fails_with(lambda: MR(pd, 4096, RW), errno.EINVAL)
+    pd.close()
+
+
+@test("200 live MRs have distinct keys")
+def _():
+    pd = PD(ctx)
+    mrs = [MR(pd, 4096, LW) for _ in range(200)]
+    keys = {m.lkey for m in mrs}
+    assert len(keys) == 200, len(keys)
+    for m in mrs:
+        m.close()
+    pd.close()
+
+
+@test("a re-registered MR gets a different key")
+def _():
+    pd = PD(ctx)
+    first = MR(pd, 4096, LW)
+    k = first.lkey
+    first.close()
+    second = MR(pd, 4096, LW)
+    assert second.lkey != k, hex(k)
+    second.close()
+    pd.close()
+
+
+@test("4 MiB MR")
+def _():
+    pd = PD(ctx)
+    MR(pd, 4 << 20, LW | RW | RR).close()
+    pd.close()
+
+
+@test("MR over unmapped memory is refused (EFAULT)")
+def _():
+    pd = PD(ctx)
+    fails_with(lambda: MR(pd, 4096, LW, address=0x1000), errno.EFAULT)
+    pd.close()
+
+
+@test("mmap of the uverbs fd at an offset nothing exported is refused (EINVAL)")
+def _():
+    fails_with(lambda: mmap.mmap(ctx.cmd_fd, 4096, offset=1 << 30), errno.EINVAL)
+
+
+@test("mmap of the uverbs fd at offset 0 is refused (EINVAL)")
+def _():
+    fails_with(lambda: mmap.mmap(ctx.cmd_fd, 4096, offset=0), errno.EINVAL)
+
+
+ctx.close()
+print(f"1..{n}")
+print(f"# totals: {n - failed} passed, {failed} failed, 0 skipped")
+sys.exit(1 if failed else 0)
