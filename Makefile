@@ -4,7 +4,9 @@
 # both install what is missing and build what is stale first.
 
 SHELL := /bin/bash
-export PATH := $(HOME)/.cargo/bin:$(PATH)
+HOME ?= /root
+export HOME
+export PATH := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin:$(PATH)
 export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 VARIANT ?= release

@@ -7,7 +7,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo" || exit 2
-export PATH="$HOME/.cargo/bin:$PATH"
+export HOME="${HOME:-/root}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 
 results=${RRXE_RESULTS:-$repo/results}
@@ -88,7 +89,8 @@ step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel" "$results/m
 
 if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 	echo "== VM: foundation (two debug VMs joined by a wire)"
-	scripts/vm.sh --variant debug --two --out "$results/foundation" \
+	# The debug kernel under TCG runs these in 10-15 minutes; leave room for a loaded machine.
+	scripts/vm.sh --variant debug --two --timeout 2400 --out "$results/foundation" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --allow-splat \
 		--pcap "$results/foundation/wire.pcap" \
 		--cmd tests/vm/side-a.sh --cmd-b tests/vm/peer.sh >"$results/foundation.log" 2>&1

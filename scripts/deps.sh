@@ -22,7 +22,8 @@ if ((${#missing[@]})); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-export PATH="$HOME/.cargo/bin:$PATH"
+export HOME="${HOME:-/root}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
 	echo "deps: rustup component add rust-src"
 	rustup component add rust-src

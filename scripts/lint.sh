@@ -7,7 +7,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 variant=${1:-release}
-export PATH="$HOME/.cargo/bin:$PATH"
+export HOME="${HOME:-/root}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 
 kdir=$("$here/kernel.sh" build "$variant")

@@ -7,7 +7,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo"
-export PATH="$HOME/.cargo/bin:$PATH"
+export HOME="${HOME:-/root}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 scripts/deps.sh
 scripts/kernel.sh build release >/dev/null
