@@ -101,6 +101,16 @@ check_fails "second device on the same netdev fails" rdma link add rrxe5 type rr
 check "no rrxe5 was left behind" no_dev rrxe5
 check_fails "link add on loopback is refused (RoCE needs Ethernet)" rdma link add rrxe6 type rrxe netdev lo
 check_fails "link add with a '%' in the name fails" rdma link add 'rrxe%d' type rrxe netdev veth1
+# nldev runs `rdma link add`s in parallel: two at once on one netdev must not both win.
+ip link add vq0 type veth peer name vq1
+for i in 1 2 3; do
+	rdma link add "rrxeq$i" type rrxe netdev vq0 2>/dev/null &
+done
+wait
+check "3 concurrent link adds on one netdev leave exactly one device" \
+	bash -c "[ \$(rdma link show | grep -c 'netdev vq0 ') -eq 1 ]"
+ip link del vq0
+check "its device goes with the netdev" wait_for 10 bash -c "! rdma link show | grep -q 'netdev vq0 '"
 check "rdma link delete rrxe1" rdma link delete rrxe1
 check "rrxe1 is gone" no_dev rrxe1
 check_fails "deleting rrxe1 twice fails" rdma link delete rrxe1

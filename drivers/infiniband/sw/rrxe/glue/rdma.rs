@@ -375,24 +375,6 @@ impl<T: Driver> DeviceRegistry<T> {
     pub(crate) fn register(self: Pin<&Self>, new: NewDevice<'_>, data: T::Data) -> Result {
         self.prune();
 
-        let mut exists = false;
-        self.with_netdev(new.netdev, |_| exists = true);
-        if exists {
-            return Err(EEXIST);
-        }
-
-        // Room for the entry first: after the device exists, failing to track it would leak it.
-        let slot = {
-            let mut entries = self.entries.lock();
-            match entries.iter().position(Option::is_none) {
-                Some(i) => i,
-                None => {
-                    entries.push(None, GFP_KERNEL)?;
-                    entries.len() - 1
-                }
-            }
-        };
-
         // SAFETY: allocates a zeroed `Device<T>`-sized object with the ib_device at offset 0
         // and initialises the core's part; the remaining fields are written below before use.
         let raw = unsafe { bindings::_ib_alloc_device(size_of::<Device<T>>()) };
@@ -431,13 +413,24 @@ impl<T: Driver> DeviceRegistry<T> {
             (*ib).uverbs_cmd_mask |= 1u64
                 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND
                 | 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
-            bindings::get_device(addr_of_mut!((*ib).__bindgen_anon_1.dev));
         }
-        self.entries.lock()[slot] = Some(Entry {
+        let entry = Entry {
             ibdev,
             netdev: new.netdev.as_raw().cast_const(),
             alive: true,
-        });
+        };
+        // SAFETY: the entry's reference (dropped by `Entry::release`, or below).
+        unsafe { bindings::get_device(addr_of_mut!((*ibdev.as_ptr()).__bindgen_anon_1.dev)) };
+        if let Err(e) = self.track(entry) {
+            // SAFETY: not registered, so ib_dealloc_device is the unwind; it calls
+            // dealloc_driver, which drops the data (finding no entry). Then the reference
+            // taken above goes.
+            unsafe {
+                bindings::ib_dealloc_device(ibdev.as_ptr());
+                bindings::put_device(addr_of_mut!((*ibdev.as_ptr()).__bindgen_anon_1.dev));
+            }
+            return Err(e);
+        }
 
         // The netdev is reported through `ops.get_netdev`, not `ib_device_set_netdev`: the
         // latter also files the device in the core's netdev hash, where rdma_rxe's notifier
@@ -463,6 +456,25 @@ impl<T: Driver> DeviceRegistry<T> {
         // could be found by its NETDEV_UNREGISTER event: unregister it ourselves.
         if !new.netdev.is_registered() {
             self.unregister_netdev(new.netdev);
+        }
+        Ok(())
+    }
+
+    /// Adds `entry`, unless its netdev already has a live device: the check and the
+    /// insertion share one critical section, so concurrent `rdma link add`s on one netdev
+    /// (nldev runs them in parallel) cannot both succeed.
+    fn track(&self, entry: Entry) -> Result {
+        let mut entries = self.entries.lock();
+        if entries
+            .iter()
+            .flatten()
+            .any(|e| e.alive && e.netdev == entry.netdev)
+        {
+            return Err(EEXIST);
+        }
+        match entries.iter_mut().find(|e| e.is_none()) {
+            Some(free) => *free = Some(entry),
+            None => entries.push(Some(entry), GFP_KERNEL)?,
         }
         Ok(())
     }
