@@ -607,19 +607,13 @@ impl<T: Driver> DeviceRegistry<T> {
         ibuc: *mut bindings::ib_ucontext,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the core passes a zeroed object of `size_ib_ucontext` bytes (a
-        // `UContext<T>`) whose `device` is one of ours.
-        let (dev, uc) = unsafe {
-            (
-                Device::<T>::from_raw((*ibuc).device),
-                ibuc.cast::<UContext<T>>(),
-            )
-        };
+        // SAFETY: the core passes a zeroed `UContext<T>` whose `device` is one of ours.
+        let dev = unsafe { Device::<T>::from_raw((*ibuc).device) };
         from_result(|| {
             let data = T::alloc_ucontext(dev)?;
-            // SAFETY: `uc` is valid for writes; the data is dropped in dealloc_ucontext, which
-            // the core calls exactly when alloc_ucontext succeeded.
-            unsafe { addr_of_mut!((*uc).data).write(MaybeUninit::new(data)) };
+            // SAFETY: a fresh context; dealloc_ucontext, which the core calls exactly when
+            // alloc_ucontext succeeded, drops the state.
+            unsafe { UContext::<T>::init(ibuc, data) };
             Ok(0)
         })
     }
@@ -628,10 +622,8 @@ impl<T: Driver> DeviceRegistry<T> {
     ///
     /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
     unsafe extern "C" fn dealloc_ucontext(ibuc: *mut bindings::ib_ucontext) {
-        let uc = ibuc.cast::<UContext<T>>();
-        // SAFETY: alloc_ucontext succeeded on this context, so the data is initialised, and
-        // the core calls this once.
-        unsafe { (*addr_of_mut!((*uc).data)).assume_init_drop() };
+        // SAFETY: alloc_ucontext succeeded on this context and the core calls this once.
+        unsafe { UContext::<T>::drop_data(ibuc) };
     }
 
     /// # Safety
@@ -664,7 +656,7 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> Result<*mut bindings::ib_mr> {
         let mut mr = KBox::new(
             Mr::<T> {
-                ibmr: Opaque::new(bindings::ib_mr::default()),
+                ib: Opaque::new(bindings::ib_mr::default()),
                 data: MaybeUninit::uninit(),
             },
             GFP_KERNEL,
@@ -673,7 +665,7 @@ impl<T: Driver> DeviceRegistry<T> {
         mr.data.write(data);
         // SAFETY: we own the MR exclusively until it is handed to the core below.
         unsafe {
-            let ibmr = mr.ibmr.get();
+            let ibmr = mr.ib.get();
             (*ibmr).lkey = key;
             (*ibmr).rkey = key;
             (*ibmr).iova = iova;
@@ -744,13 +736,12 @@ impl<T: Driver> DeviceRegistry<T> {
         ibpd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        let pd = ibpd.cast::<Pd<T>>();
-        // SAFETY: the core passes a zeroed `size_ib_pd` object of one of our devices.
+        // SAFETY: the core passes a zeroed `Pd<T>` of one of our devices.
         let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
         from_result(|| {
             let data = T::alloc_pd(dev)?;
-            // SAFETY: `pd` is valid for writes; dropped in dealloc_pd.
-            unsafe { addr_of_mut!((*pd).data).write(MaybeUninit::new(data)) };
+            // SAFETY: a fresh PD; dealloc_pd drops the state.
+            unsafe { Pd::<T>::init(ibpd, data) };
             Ok(0)
         })
     }
@@ -763,7 +754,7 @@ impl<T: Driver> DeviceRegistry<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: alloc_pd succeeded on this PD and the core deallocates it once.
-        unsafe { (*addr_of_mut!((*ibpd.cast::<Pd<T>>()).data)).assume_init_drop() };
+        unsafe { Pd::<T>::drop_data(ibpd) };
         0
     }
 
@@ -775,8 +766,7 @@ impl<T: Driver> DeviceRegistry<T> {
         attr: *const bindings::ib_cq_init_attr,
         attrs: *mut bindings::uverbs_attr_bundle,
     ) -> c_int {
-        let cq = ibcq.cast::<Cq<T>>();
-        // SAFETY: the core passes a zeroed `size_ib_cq` object of one of our devices, valid
+        // SAFETY: the core passes a zeroed `Cq<T>` of one of our devices, valid
         // attributes, and a bundle for user calls (null for kernel ones).
         let (dev, attr, mut udata) = unsafe {
             (
@@ -794,10 +784,10 @@ impl<T: Driver> DeviceRegistry<T> {
             // num_comp_vectors, and completions are delivered from rrxe's own contexts.
             let init = CqInit { entries: attr.cqe };
             let (data, capacity) = T::create_cq(dev, &init, udata.as_mut())?;
-            // SAFETY: `cq` is valid for writes; the data is dropped in destroy_cq. `cqe` is
-            // what uverbs reports back as the CQ's size.
+            // SAFETY: a fresh CQ; destroy_cq drops the state. `cqe` is what uverbs reports
+            // back as the CQ's size.
             unsafe {
-                addr_of_mut!((*cq).data).write(MaybeUninit::new(data));
+                Cq::<T>::init(ibcq, data);
                 (*ibcq).cqe = capacity as c_int;
             }
             Ok(0)
@@ -812,7 +802,7 @@ impl<T: Driver> DeviceRegistry<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: create_cq succeeded on this CQ and the core destroys it once.
-        unsafe { (*addr_of_mut!((*ibcq.cast::<Cq<T>>()).data)).assume_init_drop() };
+        unsafe { Cq::<T>::drop_data(ibcq) };
         0
     }
 
@@ -826,7 +816,7 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> c_int {
         // SAFETY: a live CQ of ours; `udata` belongs to the uverbs call (null for kernel
         // callers).
-        let (cq, mut udata) = unsafe { (&*ibcq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+        let (cq, mut udata) = unsafe { (Cq::<T>::from_raw(ibcq), UData::from_raw(udata)) };
         from_result(|| {
             let entries = u32::try_from(cqe).map_err(|_| EINVAL)?;
             let capacity = T::resize_cq(cq, entries, udata.as_mut())?;
@@ -854,7 +844,7 @@ impl<T: Driver> DeviceRegistry<T> {
         // SAFETY: a live CQ of ours; the consumer passes room for `num` completions.
         let (cq, wc) = unsafe {
             (
-                &*ibcq.cast::<Cq<T>>(),
+                Cq::<T>::from_raw(ibcq),
                 core::slice::from_raw_parts_mut(wc, num),
             )
         };
@@ -869,7 +859,7 @@ impl<T: Driver> DeviceRegistry<T> {
         flags: bindings::ib_cq_notify_flags,
     ) -> c_int {
         // SAFETY: a live CQ of ours.
-        let cq = unsafe { &*ibcq.cast::<Cq<T>>() };
+        let cq = unsafe { Cq::<T>::from_raw(ibcq) };
         let solicited_only = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
             == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
         let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
@@ -919,42 +909,66 @@ impl<T: Driver> PinnedDrop for DeviceRegistry<T> {
     }
 }
 
-/// A protection domain (`struct ib_pd`) and the driver's state for it.
+/// An RDMA object: the core's `struct ib_*` first (`#[repr(C)]`), then the driver's state.
+///
+/// The core allocates PDs, CQs and user contexts zeroed, `size_ib_*` bytes (we report
+/// `size_of` this type), and hands them to the create op; the driver allocates MRs itself.
+/// The state is written when the create op succeeds and dropped by the matching destroy op.
 #[repr(C)]
-pub(crate) struct Pd<T: Driver> {
-    ibpd: Opaque<bindings::ib_pd>,
-    data: MaybeUninit<T::Pd>,
+pub(crate) struct Object<I, D> {
+    ib: Opaque<I>,
+    data: MaybeUninit<D>,
 }
 
-/// A memory region (`struct ib_mr`) and the driver's state for it. Unlike most objects the
-/// driver allocates it.
-#[repr(C)]
-pub(crate) struct Mr<T: Driver> {
-    ibmr: Opaque<bindings::ib_mr>,
-    data: MaybeUninit<T::Mr>,
-}
+impl<I, D> Object<I, D> {
+    /// Stores the driver's state of a freshly created object.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the core part of an `Object<I, D>` whose state is not initialised.
+    unsafe fn init(ib: *mut I, data: D) {
+        // SAFETY: per the caller, `ib` starts an `Object<I, D>` valid for writes.
+        unsafe { addr_of_mut!((*ib.cast::<Self>()).data).write(MaybeUninit::new(data)) };
+    }
 
-/// A completion queue (`struct ib_cq`) and the driver's state for it.
-#[repr(C)]
-pub(crate) struct Cq<T: Driver> {
-    ibcq: Opaque<bindings::ib_cq>,
-    data: MaybeUninit<T::Cq>,
-}
+    /// Drops the driver's state when the core destroys the object.
+    ///
+    /// # Safety
+    ///
+    /// The state must have been stored by [`Object::init`] and not dropped yet; nothing
+    /// uses it afterwards.
+    unsafe fn drop_data(ib: *mut I) {
+        // SAFETY: per the caller.
+        unsafe { (*addr_of_mut!((*ib.cast::<Self>()).data)).assume_init_drop() };
+    }
 
-impl<T: Driver> Cq<T> {
+    /// Borrows a live object.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the core part of an `Object<I, D>` whose state is initialised and stays
+    /// so for `'a`.
+    unsafe fn from_raw<'a>(ib: *mut I) -> &'a Self {
+        // SAFETY: per the caller.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
     /// The driver's state.
-    pub(crate) fn data(&self) -> &T::Cq {
-        // SAFETY: a `Cq` is only handed out between create_cq's success and destroy_cq.
+    pub(crate) fn data(&self) -> &D {
+        // SAFETY: references to an `Object` are only made by `from_raw`, whose caller
+        // guarantees the state is initialised.
         unsafe { self.data.assume_init_ref() }
     }
 }
 
+/// A protection domain (`struct ib_pd`) and the driver's state for it.
+pub(crate) type Pd<T> = Object<bindings::ib_pd, <T as Driver>::Pd>;
+/// A completion queue (`struct ib_cq`) and the driver's state for it.
+pub(crate) type Cq<T> = Object<bindings::ib_cq, <T as Driver>::Cq>;
+/// A memory region (`struct ib_mr`) and the driver's state for it.
+type Mr<T> = Object<bindings::ib_mr, <T as Driver>::Mr>;
 /// A user context (`struct ib_ucontext`) and the driver's state for it.
-#[repr(C)]
-pub(crate) struct UContext<T: Driver> {
-    ibuc: Opaque<bindings::ib_ucontext>,
-    data: MaybeUninit<T::UContext>,
-}
+type UContext<T> = Object<bindings::ib_ucontext, <T as Driver>::UContext>;
 
 /// `EOPNOTSUPP`, which `kernel::error::code` lacks in 6.12.
 pub(crate) fn eopnotsupp() -> Error {
