@@ -10,7 +10,9 @@
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/printk.h>
+#include <linux/timer.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_umem.h>

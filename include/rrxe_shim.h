@@ -42,4 +42,13 @@ void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_k
 unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
+/* Tasks: a work item plus a timer that queues it (glue/task.rs). */
+struct work_struct;
+struct timer_list;
+void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
+bool rrxe_queue_work(struct work_struct *work);
+void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *));
+unsigned long rrxe_jiffies(void);
+u64 rrxe_ktime_get_ns(void);
+
 #endif /* RRXE_SHIM_H */

@@ -5,7 +5,8 @@
 
 use crate::glue::bindings as b;
 use crate::glue::queue::SharedQueue;
-use crate::glue::rdma::{Cq, CqInit, Device, UData, WorkCompletion};
+use crate::glue::qp::QpRef;
+use crate::glue::rdma::{Cq, CqInit, Device, UData, WcFields, WorkCompletion};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::params;
 use crate::Rrxe;
@@ -141,4 +142,40 @@ pub(crate) fn req_notify(cq: &Cq<Rrxe>, solicited_only: bool, report_missed: boo
         _ => Armed::Solicited,
     };
     report_missed && ring.queue.producer() != ring.queue.consumer()
+}
+
+/// Posts a completion of `qp` to `cq` and raises the completion event if it is armed for
+/// it. A full CQ loses the completion and reports a CQ error (IBA 11.4.2.1: overrun).
+pub(crate) fn post(cq: &Cq<Rrxe>, qp: &QpRef<Rrxe>, wc: &WcFields, solicited: bool) {
+    let (overrun, fire) = {
+        let mut ring = cq.data().ring.lock();
+        let producer = ring.queue.producer();
+        let next = ring.queue.next(producer);
+        if next == ring.queue.consumer() {
+            (true, false)
+        } else {
+            if ring.user {
+                ring.queue.write_slot(producer, &wc.to_user());
+            } else {
+                ring.queue.write_slot(producer, &qp.kernel_wc(wc));
+            }
+            ring.queue.set_producer(next);
+            // IBA 11.4.2.2: a solicited-only request fires on a solicited or failed
+            // completion.
+            let fire = match ring.armed {
+                Armed::Next => true,
+                Armed::Solicited => solicited || wc.status != 0,
+                Armed::Not => false,
+            };
+            if fire {
+                ring.armed = Armed::Not;
+            }
+            (false, fire)
+        }
+    };
+    if overrun {
+        cq.error_event();
+    } else if fire {
+        cq.completion_event();
+    }
 }

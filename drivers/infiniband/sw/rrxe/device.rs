@@ -2,7 +2,11 @@
 
 //! The rrxe device: one RoCEv2 CA with one port over an Ethernet netdev.
 
+use crate::ah::{self, AhState, RrxeAh};
 use crate::cq::{self, RrxeCq};
+use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
+use crate::glue::table::IndexTable;
+use crate::qp::{self, QpShared, RrxeQp};
 use crate::glue::bindings as b;
 use crate::glue::keys::KeyTable;
 use crate::glue::netdev::NetDevice;
@@ -13,8 +17,11 @@ use crate::glue::rdma::{
 use crate::glue::umem::Umem;
 use crate::mr::{self, RrxeMr};
 use crate::params;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::transport::qp::responder::MAX_RD_ATOMIC;
+use crate::wq;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::ARef;
 
 /// The only port of an rrxe device (IBA numbers CA ports from 1).
@@ -23,8 +30,54 @@ pub(crate) const PORT: u32 = 1;
 /// The rrxe driver.
 pub(crate) struct Rrxe;
 
+/// An event counter.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Counts one event.
+    pub(crate) fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Packets the device dropped, by reason, and other data-path events.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Received for a QP number that does not exist.
+    pub(crate) rx_no_qp: Counter,
+    /// Dropped because the QP's receive queue of packets was full.
+    pub(crate) rx_queue_full: Counter,
+    /// Headers that did not parse (unknown opcode, truncated, bad length).
+    pub(crate) rx_malformed: Counter,
+    /// Packets the IP stack refused to send.
+    pub(crate) tx_errors: Counter,
+    /// Packets without a destination (a UD send naming no valid AH of its PD).
+    pub(crate) tx_no_path: Counter,
+}
+
+/// The part of a device the receive path and QP tasks reach.
+#[pin_data]
+pub(crate) struct DeviceShared {
+    /// QPs by QP number.
+    #[pin]
+    pub(crate) qps: IndexTable<QpShared>,
+    /// Address handles by number.
+    #[pin]
+    pub(crate) ahs: IndexTable<AhState>,
+    /// Data-path counters.
+    pub(crate) counters: Counters,
+}
+
 /// State of one rrxe device.
 pub(crate) struct RrxeDevice {
+    /// What the receive path reaches.
+    shared: Arc<DeviceShared>,
     netdev: ARef<NetDevice>,
     /// EUI-64 from the netdev's MAC (IBA 4.1.1: the GUID is an EUI-64).
     guid: u64,
@@ -45,7 +98,16 @@ pub(crate) struct RrxePd;
 impl RrxeDevice {
     /// Device state for a new device over `netdev`.
     pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
+        let shared = Arc::pin_init(
+            pin_init!(DeviceShared {
+                qps <- IndexTable::new(),
+                ahs <- IndexTable::new(),
+                counters: Counters::default(),
+            }),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
+            shared,
             netdev: netdev.into(),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
@@ -62,6 +124,16 @@ impl RrxeDevice {
     /// The node GUID.
     pub(crate) fn guid(&self) -> u64 {
         self.guid
+    }
+
+    /// The receive-path part of the device.
+    pub(crate) fn shared(&self) -> &DeviceShared {
+        &self.shared
+    }
+
+    /// The netdev the port runs over.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.netdev
     }
 }
 
@@ -122,6 +194,9 @@ impl Driver for Rrxe {
     type Pd = RrxePd;
     type Cq = RrxeCq;
     type Mr = RrxeMr;
+    type Qp = RrxeQp;
+    type Ah = RrxeAh;
+    type Shared = DeviceShared;
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
@@ -134,7 +209,8 @@ impl Driver for Rrxe {
             // Userspace may unregister the device with `rdma link delete`.
             kernel_cap_flags: u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG),
             device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-                | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID)
+                | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+                | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN)
                 as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,
@@ -142,6 +218,18 @@ impl Driver for Rrxe {
             max_cqe: params::MAX_CQE as i32,
             max_mr: params::MAX_MR as i32,
             max_mr_size: u64::MAX,
+            max_qp: params::MAX_QP,
+            max_qp_wr: wq::MAX_WR as i32,
+            max_send_sge: wq::MAX_SGE as i32,
+            max_recv_sge: wq::MAX_SGE as i32,
+            max_sge_rd: wq::MAX_SGE as i32,
+            // Reads and atomics in flight per QP, as initiator and as responder.
+            max_qp_rd_atom: MAX_RD_ATOMIC as i32,
+            max_qp_init_rd_atom: MAX_RD_ATOMIC as i32,
+            max_res_rd_atom: MAX_RD_ATOMIC as i32 * params::MAX_QP,
+            // Atomics are atomic among all QPs of the host (one lock serialises them).
+            atomic_cap: b::ib_atomic_cap_IB_ATOMIC_HCA,
+            max_ah: params::MAX_AH as i32,
             page_size_cap: params::PAGE_SIZE_CAP,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..Default::default()
@@ -254,6 +342,48 @@ impl Driver for Rrxe {
 
     fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool, report_missed: bool) -> bool {
         cq::req_notify(cq, solicited_only, report_missed)
+    }
+
+    fn shared(data: &RrxeDevice) -> Arc<DeviceShared> {
+        data.shared.clone()
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        qp: QpRef<Self>,
+        init: &mut QpInit,
+        udata: Option<&mut UData>,
+    ) -> Result<(RrxeQp, u32)> {
+        qp::create(dev, qp, init, udata)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result {
+        qp::modify(qp, modify)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
+        qp::query(qp)
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) {
+        qp::destroy(qp)
+    }
+
+    fn post_send_doorbell(qp: &Qp<Self>) -> Result {
+        qp::doorbell(qp)
+    }
+
+    fn create_ah(
+        dev: &Device<Self>,
+        pd: usize,
+        av: &AddressVector,
+        udata: Option<&mut UData>,
+    ) -> Result<RrxeAh> {
+        ah::create(dev, pd, av, udata)
+    }
+
+    fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>) {
+        ah::destroy(ah, dev.data())
     }
 
     fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {

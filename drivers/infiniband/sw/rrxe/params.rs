@@ -50,3 +50,15 @@ pub(crate) const SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
 /// `iboe_get_mtu` counts them: GRH-sized IP header (40), UDP (8), BTH (12), XRCETH (4),
 /// AtomicETH (28) and ICRC (4).
 pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+
+/// QP numbers rrxe hands out: 0 and 1 are the SMI and GSI QPs (IBA 3.5.1), and rdma_rxe
+/// starts its pool at 16; QPNs are 24 bits.
+pub(crate) const MIN_QPN: u32 = 16;
+/// Largest QP number.
+pub(crate) const MAX_QPN: u32 = (1 << 24) - 1;
+
+/// Address handles per device.
+pub(crate) const MAX_AH: u32 = (1 << 24) - 1;
+
+/// QPs per device.
+pub(crate) const MAX_QP: i32 = 1 << 16;

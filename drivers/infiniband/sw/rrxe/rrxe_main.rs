@@ -5,11 +5,15 @@
 //! `rdma link add NAME type rrxe netdev NETDEV` creates an RDMA device over an Ethernet
 //! netdev; stock rdma-core binds it through the rdma_rxe uverbs ABI.
 
+mod ah;
 mod cq;
 mod device;
 mod glue;
+mod memory;
 mod mr;
 mod params;
+mod qp;
+mod wq;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.
 pub mod transport;
 

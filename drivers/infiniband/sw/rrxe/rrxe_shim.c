@@ -6,7 +6,10 @@
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
+#include <linux/timekeeping.h>
+#include <linux/timer.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -124,4 +127,30 @@ unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock)
 void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 {
 	spin_unlock_irqrestore(lock, flags);
+}
+
+/* Tasks (glue/task.rs). */
+void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+bool rrxe_queue_work(struct work_struct *work)
+{
+	return queue_work(system_highpri_wq, work);
+}
+
+void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+unsigned long rrxe_jiffies(void)
+{
+	return jiffies;
+}
+
+u64 rrxe_ktime_get_ns(void)
+{
+	return ktime_get_ns();
 }

@@ -194,6 +194,49 @@ impl SharedQueue {
         Ok(())
     }
 
+    /// Publishes a new producer index after the produced slot has been written.
+    pub(crate) fn set_producer(&self, index: u32) {
+        self.index(PRODUCER_INDEX)
+            .store(index & self.index_mask, Ordering::Release);
+    }
+
+    /// Size of a slot in bytes.
+    pub(crate) fn slot_size(&self) -> usize {
+        1 << self.log2_elem_size
+    }
+
+    fn slot(&self, index: u32) -> *mut u8 {
+        // SAFETY: the masked index names a slot inside the buffer.
+        unsafe {
+            self.buf
+                .as_ptr()
+                .add(DATA + (((index & self.index_mask) as usize) << self.log2_elem_size))
+        }
+    }
+
+    /// Writes `value` into slot `index` (of a queue this side produces).
+    pub(crate) fn write_slot<E: Copy>(&self, index: u32, value: &E) {
+        let len = size_of::<E>().min(self.slot_size());
+        let src = ptr::from_ref(value).cast::<u8>();
+        let dst = self.slot(index);
+        for i in 0..len {
+            // SAFETY: `dst` is a slot of at least `len` bytes (above); `src` is `len` readable
+            // bytes of kernel memory. Volatile: the slot may be mapped by userspace.
+            unsafe { dst.add(i).write_volatile(src.add(i).read()) };
+        }
+    }
+
+    /// Copies the first `dst.len()` bytes (at most a slot) of slot `index` into `dst`, once:
+    /// userspace may be writing the slot concurrently, so callers decode only the copy.
+    pub(crate) fn read_slot_bytes(&self, index: u32, dst: &mut [u8]) {
+        let len = dst.len().min(self.slot_size());
+        let src = self.slot(index);
+        for (i, byte) in dst.iter_mut().take(len).enumerate() {
+            // SAFETY: `src` is a slot of at least `len` bytes; volatile as above.
+            *byte = unsafe { src.add(i).read_volatile() };
+        }
+    }
+
     /// The index after `index`.
     pub(crate) fn next(&self, index: u32) -> u32 {
         index.wrapping_add(1) & self.index_mask

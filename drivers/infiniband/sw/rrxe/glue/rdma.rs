@@ -17,7 +17,9 @@
 use super::bindings;
 use super::global::Global;
 use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
+use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
 use super::queue;
+use super::sync::{IrqSpinLock, LockClass};
 use super::umem::Umem;
 use core::fmt;
 use core::marker::PhantomData;
@@ -29,7 +31,7 @@ use kernel::ffi::{c_char, c_int, c_void};
 use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 use kernel::types::{ARef, Opaque};
 
 /// Device attributes reported by `query_device` (`struct ib_device_attr`).
@@ -91,6 +93,15 @@ pub(crate) trait Driver: Sized + 'static {
     type Cq: Send + Sync;
     /// Per-memory-region state.
     type Mr: Send + Sync;
+    /// Per-queue-pair state.
+    type Qp: Send + Sync;
+    /// Per-address-handle state.
+    type Ah: Send + Sync;
+    /// The part of a device the packet receive path reaches (softirq context).
+    type Shared: Send + Sync;
+
+    /// The receive-path part of a device's state.
+    fn shared(data: &Self::Data) -> Arc<Self::Shared>;
 
     /// `enum rdma_driver_id` reported to userspace; rdma-core picks its provider by it.
     const DRIVER_ID: u32;
@@ -143,6 +154,31 @@ pub(crate) trait Driver: Sized + 'static {
     /// Arms the CQ's completion event; returns whether completions are already waiting
     /// (when `report_missed` is set).
     fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool, report_missed: bool) -> bool;
+    /// Creates a QP; `qp` names the core's half, whose device, PD and CQs are set. Adjusts
+    /// `init.caps` to what it grants and returns its state and QP number.
+    fn create_qp(
+        dev: &Device<Self>,
+        qp: QpRef<Self>,
+        init: &mut QpInit,
+        udata: Option<&mut UData>,
+    ) -> Result<(Self::Qp, u32)>;
+    /// Applies a Modify QP; all of it or nothing.
+    fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result;
+    /// Reports the QP's attributes.
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
+    /// Stops all activity of a QP about to be freed; its state is dropped afterwards.
+    fn destroy_qp(qp: &Qp<Self>);
+    /// A user QP's doorbell: new WQEs are in its shared send queue.
+    fn post_send_doorbell(qp: &Qp<Self>) -> Result;
+    /// Creates an address handle for `av` in the PD identified by `pd`.
+    fn create_ah(
+        dev: &Device<Self>,
+        pd: usize,
+        av: &AddressVector,
+        udata: Option<&mut UData>,
+    ) -> Result<Self::Ah>;
+    /// Destroys an address handle; its state is dropped afterwards.
+    fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>);
 }
 
 /// Attributes of a new CQ.
@@ -165,7 +201,7 @@ impl UData {
     /// # Safety
     ///
     /// A non-null `raw` must stay valid while the returned value is used.
-    unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
+    pub(super) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
         NonNull::new(raw).map(|raw| Self { raw })
     }
 
@@ -216,7 +252,7 @@ impl<T: Driver> Device<T> {
     ///
     /// `ptr` must be an `ib_device` allocated by [`DeviceRegistry::register`] for driver `T`
     /// whose `dealloc_driver` has not run, and must stay so for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: the ib_device is the first field of the `#[repr(C)]` `Device<T>`.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -278,6 +314,8 @@ impl<T: Driver> Device<T> {
     }
 }
 
+static RX_INDEX_LOCK: LockClass = LockClass::new();
+
 /// What [`DeviceRegistry::register`] needs besides the driver's data.
 pub(crate) struct NewDevice<'a> {
     /// Name requested by `rdma link add`.
@@ -318,6 +356,10 @@ impl Entry {
 pub(crate) struct DeviceRegistry<T: Driver> {
     #[pin]
     entries: Mutex<KVec<Option<Entry>>>,
+    /// The receive-path state of each live device, by netdev identity, for lookups from
+    /// softirq context (where the mutex above cannot be taken).
+    #[pin]
+    rx: IrqSpinLock<KVec<Option<(usize, Arc<T::Shared>)>>>,
     _driver: PhantomData<T>,
 }
 
@@ -331,6 +373,7 @@ impl<T: Driver> DeviceRegistry<T> {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             entries <- kernel::new_mutex!(KVec::new(), "rrxe_device_registry"),
+            rx <- IrqSpinLock::new(KVec::new(), c_str!("rrxe_device_rx"), &RX_INDEX_LOCK),
             _driver: PhantomData,
         })
     }
@@ -364,6 +407,27 @@ impl<T: Driver> DeviceRegistry<T> {
             // it dead before dropping the data.
             f(unsafe { Device::from_raw(entry.ibdev.as_ptr()) });
         }
+    }
+
+    /// The receive-path state of the device over `netdev` (any context).
+    pub(crate) fn rx_lookup(&self, netdev: &NetDevice) -> Option<Arc<T::Shared>> {
+        let key = netdev.as_raw() as usize;
+        let rx = self.rx.lock();
+        rx.iter()
+            .flatten()
+            .find(|(k, _)| *k == key)
+            .map(|(_, s)| s.clone())
+    }
+
+    fn rx_remove(&self, key: usize) {
+        let removed = {
+            let mut rx = self.rx.lock();
+            rx.iter_mut()
+                .find(|e| matches!(e, Some((k, _)) if *k == key))
+                .and_then(Option::take)
+        };
+        // The last reference may be this one: dropped outside the spinlock.
+        drop(removed);
     }
 
     /// Starts unregistering the device running over `netdev`, which is going away.
@@ -430,6 +494,26 @@ impl<T: Driver> DeviceRegistry<T> {
                 bindings::put_device(addr_of_mut!((*ibdev.as_ptr()).__bindgen_anon_1.dev));
             }
             return Err(e);
+        }
+
+        let key = new.netdev.as_raw() as usize;
+        // SAFETY: the data was written above and lives until dealloc_driver.
+        let shared = T::shared(unsafe { &(*dev).data });
+        let pushed = {
+            let mut rx = self.rx.lock();
+            match rx.iter_mut().find(|e| e.is_none()) {
+                Some(free) => {
+                    *free = Some((key, shared));
+                    Ok(())
+                }
+                None => rx.push(Some((key, shared)), GFP_ATOMIC),
+            }
+        };
+        if let Err(e) = pushed {
+            // SAFETY: not registered: as for a failed `track` above, except that the entry
+            // is tracked and its reference is dropped when it is pruned.
+            unsafe { bindings::ib_dealloc_device(ibdev.as_ptr()) };
+            return Err(e.into());
         }
 
         // The netdev is reported through `ops.get_netdev`, not `ib_device_set_netdev`: the
@@ -515,6 +599,20 @@ impl<T: Driver> DeviceRegistry<T> {
             reg_user_mr: Some(Self::reg_user_mr),
             get_dma_mr: Some(Self::get_dma_mr),
             dereg_mr: Some(Self::dereg_mr),
+            create_qp: Some(Self::create_qp),
+            modify_qp: Some(Self::modify_qp),
+            query_qp: Some(Self::query_qp),
+            destroy_qp: Some(Self::destroy_qp),
+            post_send: Some(Self::post_send),
+            // post_recv stays unset: user QPs post receives into their shared ring without
+            // a system call, and without it the core does not treat the device as a kverbs
+            // provider, so in-kernel clients (MAD, CM) do not attach before rrxe supports
+            // kernel QPs.
+            create_ah: Some(Self::create_ah),
+            create_user_ah: Some(Self::create_ah),
+            destroy_ah: Some(Self::destroy_ah),
+            size_ib_qp: size_of::<Qp<T>>(),
+            size_ib_ah: size_of::<Ah<T>>(),
             size_ib_pd: size_of::<Pd<T>>(),
             size_ib_cq: size_of::<Cq<T>>(),
             dealloc_driver: Some(Self::dealloc_driver),
@@ -886,15 +984,19 @@ impl<T: Driver> DeviceRegistry<T> {
         let dev = ibdev.cast::<Device<T>>();
         // SAFETY: the registry outlives its devices (its drop unregisters them all).
         let registry = unsafe { (*dev).registry.as_ref() };
-        {
+        let netdev = {
             let mut entries = registry.entries.lock();
-            if let Some(entry) = entries
+            entries
                 .iter_mut()
                 .flatten()
                 .find(|e| e.ibdev.as_ptr() == ibdev)
-            {
-                entry.alive = false;
-            }
+                .map(|entry| {
+                    entry.alive = false;
+                    entry.netdev as usize
+                })
+        };
+        if let Some(key) = netdev {
+            registry.rx_remove(key);
         }
         // SAFETY: dealloc_driver is the last op the core calls, once; the entry is dead, so
         // the registry no longer hands out references to the data.
@@ -926,7 +1028,7 @@ impl<I, D> Object<I, D> {
     /// # Safety
     ///
     /// `ib` must be the core part of an `Object<I, D>` whose state is not initialised.
-    unsafe fn init(ib: *mut I, data: D) {
+    pub(super) unsafe fn init(ib: *mut I, data: D) {
         // SAFETY: per the caller, `ib` starts an `Object<I, D>` valid for writes.
         unsafe { addr_of_mut!((*ib.cast::<Self>()).data).write(MaybeUninit::new(data)) };
     }
@@ -937,7 +1039,7 @@ impl<I, D> Object<I, D> {
     ///
     /// The state must have been stored by [`Object::init`] and not dropped yet; nothing
     /// uses it afterwards.
-    unsafe fn drop_data(ib: *mut I) {
+    pub(super) unsafe fn drop_data(ib: *mut I) {
         // SAFETY: per the caller.
         unsafe { (*addr_of_mut!((*ib.cast::<Self>()).data)).assume_init_drop() };
     }
@@ -948,7 +1050,7 @@ impl<I, D> Object<I, D> {
     ///
     /// `ib` must be the core part of an `Object<I, D>` whose state is initialised and stays
     /// so for `'a`.
-    unsafe fn from_raw<'a>(ib: *mut I) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ib: *mut I) -> &'a Self {
         // SAFETY: per the caller.
         unsafe { &*ib.cast::<Self>() }
     }
@@ -965,6 +1067,102 @@ impl<I, D> Object<I, D> {
 pub(crate) type Pd<T> = Object<bindings::ib_pd, <T as Driver>::Pd>;
 /// A completion queue (`struct ib_cq`) and the driver's state for it.
 pub(crate) type Cq<T> = Object<bindings::ib_cq, <T as Driver>::Cq>;
+/// A work completion to deliver (IBA 11.4.2.1), numbered as the verbs layer numbers it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WcFields {
+    /// The WR id.
+    pub(crate) wr_id: u64,
+    /// `enum ib_wc_status`.
+    pub(crate) status: u32,
+    /// `enum ib_wc_opcode`.
+    pub(crate) opcode: u32,
+    /// Bytes transferred.
+    pub(crate) byte_len: u32,
+    /// Immediate data as it was on the wire (big-endian value).
+    pub(crate) imm_data: Option<u32>,
+    /// R_Key invalidated by a Send with Invalidate.
+    pub(crate) invalidated_rkey: Option<u32>,
+    /// The QP the completion belongs to.
+    pub(crate) qp_num: u32,
+    /// Source QP of a UD receive.
+    pub(crate) src_qp: u32,
+    /// Whether a GRH precedes a UD receive's data (always, on RoCE).
+    pub(crate) grh: bool,
+}
+
+impl WcFields {
+    pub(super) fn flags(&self) -> u32 {
+        let mut flags = 0;
+        if self.grh {
+            flags |= bindings::ib_wc_flags_IB_WC_GRH;
+        }
+        if self.imm_data.is_some() {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
+        }
+        if self.invalidated_rkey.is_some() {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+        }
+        flags
+    }
+
+    /// The completion as a user CQ holds it (`struct ib_uverbs_wc`).
+    pub(crate) fn to_user(self) -> bindings::ib_uverbs_wc {
+        let mut wc = bindings::ib_uverbs_wc {
+            wr_id: self.wr_id,
+            status: self.status,
+            opcode: self.opcode,
+            byte_len: self.byte_len,
+            qp_num: self.qp_num,
+            src_qp: self.src_qp,
+            wc_flags: self.flags(),
+            port_num: 1,
+            ..Default::default()
+        };
+        if let Some(imm) = self.imm_data {
+            wc.ex.imm_data = imm.to_be();
+        } else if let Some(rkey) = self.invalidated_rkey {
+            wc.ex.invalidate_rkey = rkey;
+        }
+        wc
+    }
+}
+
+impl<T: Driver> Cq<T> {
+    fn raw(&self) -> *mut bindings::ib_cq {
+        ptr::from_ref(self).cast_mut().cast()
+    }
+
+    /// Signals the CQ's completion event (IBA 11.4.2.2) to its consumer.
+    pub(crate) fn completion_event(&self) {
+        let cq = self.raw();
+        // SAFETY: a live CQ; the core sets `comp_handler` at creation (uverbs' completion
+        // channel or the kernel consumer's handler).
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Reports a CQ overrun (IBA 11.6.3.2, CQ error) to the CQ's consumer.
+    pub(crate) fn error_event(&self) {
+        let cq = self.raw();
+        // SAFETY: a live CQ of one of our devices.
+        let mut ev = bindings::ib_event {
+            device: unsafe { (*cq).device },
+            event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            ..Default::default()
+        };
+        ev.element.cq = cq;
+        // SAFETY: a live CQ; the core sets `event_handler` at creation.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                handler(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+}
+
 /// A memory region (`struct ib_mr`) and the driver's state for it.
 type Mr<T> = Object<bindings::ib_mr, <T as Driver>::Mr>;
 /// A user context (`struct ib_ucontext`) and the driver's state for it.
@@ -990,6 +1188,17 @@ pub(crate) trait RdmaDriver: Driver {
     fn newlink(devices: Pin<&DeviceRegistry<Self>>, name: &CStr, netdev: &NetDevice) -> Result;
     /// Reacts to `event` on `netdev` (RTNL held).
     fn netdev_event(devices: &DeviceRegistry<Self>, event: NetdevEvent, netdev: &NetDevice);
+}
+
+/// The receive-path state of `T`'s device over `netdev`, for a packet received on it.
+///
+/// Callers are receive callbacks of sockets that devices of `T` hold open (so they close,
+/// waiting for running callbacks, before the registry is taken back at unload).
+pub(crate) fn find_rx_state<T: RdmaDriver>(netdev: &NetDevice) -> Option<Arc<T::Shared>> {
+    // SAFETY: see above: the registry outlives every device, and the callback cannot run
+    // once the last device is gone.
+    let registry = unsafe { T::devices_slot().get() }?;
+    registry.rx_lookup(netdev)
 }
 
 /// A registered driver: its device registry, netdev notifier and link type.

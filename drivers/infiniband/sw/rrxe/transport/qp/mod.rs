@@ -109,6 +109,12 @@ impl AccessFlags {
     /// All three.
     pub const ALL: Self = Self(7);
 
+    /// The rights of both.
+    #[must_use]
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
     /// Whether every right in `other` is enabled.
     #[must_use]
     pub const fn contains(self, other: Self) -> bool {

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles (IBA 10.2.2): the destination of UD sends. rdma_rxe's ABI names an AH
+//! in a UD send WQE by a number the kernel hands out (`ah_num`); rrxe resolves every send's
+//! number in the device's table and never uses an address vector from the WQE itself.
+
+use crate::device::RrxeDevice;
+use crate::glue::bindings as b;
+use crate::glue::qp::{AddressVector, Ah};
+use crate::glue::rdma::{Device, UData};
+use crate::params;
+use crate::Rrxe;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// What an AH number stands for.
+pub(crate) struct AhState {
+    av: AddressVector,
+    /// The AH's protection domain: a UD QP may only use AHs of its own PD (IBA 10.2.3).
+    pd: usize,
+}
+
+/// State of one rrxe AH.
+pub(crate) struct RrxeAh {
+    num: u32,
+}
+
+/// Creates an AH; user AHs learn their number from the response.
+pub(crate) fn create(
+    dev: &Device<Rrxe>,
+    pd: usize,
+    av: &AddressVector,
+    udata: Option<&mut UData>,
+) -> Result<RrxeAh> {
+    if !av.roce_v2 {
+        return Err(EINVAL);
+    }
+    let state = Arc::new(AhState { av: *av, pd }, GFP_KERNEL)?;
+    let ahs = &dev.data().shared().ahs;
+    // Number 0 means "address vector in the WQE" to the provider; rrxe never hands it out.
+    let num = ahs.insert(1, params::MAX_AH, state)?;
+    if let Some(udata) = udata {
+        // Older providers pass no response buffer and put the address in each WQE, which
+        // rrxe does not accept: a UD send then fails instead of trusting userspace.
+        if udata.out_len() >= core::mem::size_of::<b::rxe_create_ah_resp>() {
+            if let Err(e) = udata.respond(&b::rxe_create_ah_resp {
+                ah_num: num,
+                reserved: 0,
+            }) {
+                let _ = ahs.remove(num);
+                return Err(e);
+            }
+        }
+    }
+    Ok(RrxeAh { num })
+}
+
+/// Destroys an AH: its number stops resolving.
+pub(crate) fn destroy(ah: &Ah<Rrxe>, dev: &RrxeDevice) {
+    let _ = dev.shared().ahs.remove(ah.data().num);
+}
+
+/// The address of AH `num`, if it exists in PD `pd`.
+pub(crate) fn lookup(dev: &RrxeDevice, pd: usize, num: u32) -> Option<AddressVector> {
+    let state = dev.shared().ahs.get(num)?;
+    (state.pd == pd).then_some(state.av)
+}

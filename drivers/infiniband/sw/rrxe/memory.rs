@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport engine's view of memory for one QP: SGE lists of its WQEs resolved through
+//! L_Keys, and remote accesses through R_Keys, each checked against the MR's protection
+//! domain, bounds and access rights (IBA 10.6.3, C10-4 .. C10-10) before any byte moves.
+
+use crate::device::RrxeDevice;
+use crate::mr::{self, Access};
+use crate::transport::qp::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
+use crate::transport::qp::wqe::{RecvWqe, SendWqe};
+use crate::transport::qp::Memory;
+use crate::wq::{RecvRing, SendRing, Sge};
+use core::cell::RefCell;
+
+/// Memory as one QP reaches it during a task run.
+pub(crate) struct QpMemory<'a> {
+    dev: &'a RrxeDevice,
+    pd: usize,
+    sq: &'a RefCell<SendRing>,
+    rq: &'a RefCell<RecvRing>,
+}
+
+impl<'a> QpMemory<'a> {
+    pub(crate) fn new(
+        dev: &'a RrxeDevice,
+        pd: usize,
+        sq: &'a RefCell<SendRing>,
+        rq: &'a RefCell<RecvRing>,
+    ) -> Self {
+        Self { dev, pd, sq, rq }
+    }
+
+    /// Copies between `buf` and the SGE list `sge(i)`, starting `offset` bytes into the list.
+    fn walk(
+        &self,
+        sge: impl Fn(u32) -> Option<Sge>,
+        offset: u32,
+        len: usize,
+        access: Access,
+        mut each: impl FnMut(&mr::MrState, u64, usize, usize) -> Result<(), LocalError>,
+    ) -> Result<(), LocalError> {
+        let mut skip = u64::from(offset);
+        let mut done = 0usize;
+        let mut i = 0;
+        while done < len {
+            // Running past the list: the message does not fit (IBA 9.7.5.1.6 / 10.8.3).
+            let s = sge(i).ok_or(LocalError::Length)?;
+            i += 1;
+            let sge_len = u64::from(s.len);
+            if skip >= sge_len {
+                skip -= sge_len;
+                continue;
+            }
+            let n = ((sge_len - skip) as usize).min(len - done);
+            let va = s.addr.checked_add(skip).ok_or(LocalError::Protection)?;
+            let region = mr::lookup(self.dev, s.lkey).ok_or(LocalError::Protection)?;
+            region
+                .check(self.pd, va, n, access)
+                .map_err(|_| LocalError::Protection)?;
+            each(&region, va, done, n)?;
+            done += n;
+            skip = 0;
+        }
+        Ok(())
+    }
+
+    fn remote(
+        &self,
+        rkey: u32,
+        va: u64,
+        len: usize,
+        access: Access,
+    ) -> Result<kernel::sync::Arc<mr::MrState>, RemoteError> {
+        let region = mr::lookup(self.dev, rkey).ok_or(RemoteError::Access)?;
+        region
+            .check(self.pd, va, len, access)
+            .map_err(|_| RemoteError::Access)?;
+        Ok(region)
+    }
+}
+
+impl Memory for QpMemory<'_> {
+    fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError> {
+        let sq = self.sq.borrow();
+        if let Some(data) = sq.inline_data(sq_index) {
+            let start = offset as usize;
+            let src = data
+                .get(start..start + dst.len())
+                .ok_or(LocalError::Length)?;
+            dst.copy_from_slice(src);
+            return Ok(());
+        }
+        let len = dst.len();
+        self.walk(
+            |i| sq.sge(sq_index, i),
+            offset,
+            len,
+            Access::LocalRead,
+            |region, va, at, n| {
+                region
+                    .copy_out(va, &mut dst[at..at + n])
+                    .map_err(|_| LocalError::Protection)
+            },
+        )
+    }
+
+    fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+        let sq = self.sq.borrow();
+        self.walk(
+            |i| sq.sge(sq_index, i),
+            offset,
+            src.len(),
+            Access::LocalWrite,
+            |region, va, at, n| {
+                region
+                    .copy_in(va, &src[at..at + n])
+                    .map_err(|_| LocalError::Protection)
+            },
+        )
+    }
+
+    fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+        let rq = self.rq.borrow();
+        self.walk(
+            |i| rq.sge(wqe.id, i),
+            offset,
+            src.len(),
+            Access::LocalWrite,
+            |region, va, at, n| {
+                region
+                    .copy_in(va, &src[at..at + n])
+                    .map_err(|_| LocalError::Protection)
+            },
+        )
+    }
+
+    fn check_remote(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        access: RemoteAccess,
+    ) -> Result<(), RemoteError> {
+        let access = match access {
+            RemoteAccess::Write => Access::RemoteWrite,
+            RemoteAccess::Read => Access::RemoteRead,
+            RemoteAccess::Atomic => Access::RemoteAtomic,
+        };
+        self.remote(rkey, va, len as usize, access).map(|_| ())
+    }
+
+    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+        let region = self.remote(rkey, va, src.len(), Access::RemoteWrite)?;
+        region.copy_in(va, src).map_err(|_| RemoteError::Access)
+    }
+
+    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+        let region = self.remote(rkey, va, dst.len(), Access::RemoteRead)?;
+        region.copy_out(va, dst).map_err(|_| RemoteError::Access)
+    }
+
+    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+        // IBA 9.4.5 (C9-28): the target must be 8-byte aligned.
+        if va % 8 != 0 {
+            return Err(RemoteError::InvalidRequest);
+        }
+        let region = self.remote(rkey, va, 8, Access::RemoteAtomic)?;
+        let op = match op {
+            AtomicOp::CompareSwap { compare, swap } => mr::AtomicOp::CompareSwap { compare, swap },
+            AtomicOp::FetchAdd { add } => mr::AtomicOp::FetchAdd { add },
+        };
+        region.atomic(va, op).map_err(|_| RemoteError::Access)
+    }
+
+    fn invalidate(&mut self, _rkey: u32) -> Result<(), RemoteError> {
+        // Send with Invalidate needs MRs that can be invalidated (fast-register MRs and
+        // memory windows), which rrxe does not offer yet: the request is invalid here.
+        Err(RemoteError::InvalidRequest)
+    }
+
+    fn local_operation(&mut self, _sq_index: u32, _wqe: &SendWqe) -> Result<(), LocalError> {
+        Err(LocalError::Operation)
+    }
+}

@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the verbs object around the transport core's [`transport::qp::Qp`].
+//!
+//! Each QP runs in its own task (a work item, glue/task.rs): received packets are queued to
+//! it from the receive path, the doorbell and modify kick it, and its timer queues it at the
+//! engine's next deadline. The task feeds the engine, sends what it produces, and posts its
+//! completions and events; the engine decides everything else.
+
+use crate::ah;
+use crate::cq;
+use crate::device::{DeviceShared, RrxeDevice, PORT};
+use crate::glue::net::{self, RxPacket};
+use crate::glue::qp::{AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef};
+use crate::glue::rdma::{eopnotsupp, Device, UData, WcFields};
+use crate::glue::sync::{IrqSpinLock, LockClass};
+use crate::glue::task::{now_ns, Task, TaskOwner};
+use crate::memory::QpMemory;
+use crate::params;
+use crate::transport::packet;
+use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
+use crate::transport::qp::{
+    AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, MAX_PACKET_LEN,
+};
+use crate::wq::{RecvRing, SendRing, Service};
+use crate::Rrxe;
+use core::cell::RefCell;
+use kernel::c_str;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+static RX_LOCK: LockClass = LockClass::new();
+
+/// Received packets a QP holds before its task takes them; beyond that they are dropped
+/// and counted, as a congested link would drop them.
+const RX_QUEUE_LEN: usize = 256;
+
+/// Work a task run does before it yields and queues itself again.
+const BUDGET: usize = 64;
+
+/// `IB_ACCESS_*` bits of a QP's remote rights.
+const IB_ACCESS_LOCAL_WRITE: u32 = 1;
+const IB_ACCESS_REMOTE_WRITE: u32 = 2;
+const IB_ACCESS_REMOTE_READ: u32 = 4;
+const IB_ACCESS_REMOTE_ATOMIC: u32 = 8;
+
+/// State of one rrxe QP.
+pub(crate) struct RrxeQp {
+    shared: Arc<QpShared>,
+}
+
+/// The part of a QP the receive path and the task reach.
+#[pin_data]
+pub(crate) struct QpShared {
+    #[pin]
+    task: Task<QpShared>,
+    /// The transport state; `None` once the QP is destroyed.
+    #[pin]
+    state: Mutex<Option<QpContext>>,
+    #[pin]
+    rx: IrqSpinLock<RxQueue>,
+}
+
+/// Packets waiting for the task, in arrival order.
+struct RxQueue {
+    slots: KVec<Option<RxPacket>>,
+    head: usize,
+    len: usize,
+}
+
+impl RxQueue {
+    fn new() -> Result<Self> {
+        let mut slots = KVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?;
+        for _ in 0..RX_QUEUE_LEN {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
+        if self.len == self.slots.len() {
+            return Err(pkt);
+        }
+        let at = (self.head + self.len) % self.slots.len();
+        self.slots[at] = Some(pkt);
+        self.len += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<RxPacket> {
+        if self.len == 0 {
+            return None;
+        }
+        let pkt = self.slots[self.head].take();
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        pkt
+    }
+}
+
+/// Everything the task works on, under the QP's mutex.
+pub(crate) struct QpContext {
+    qp: QpRef<Rrxe>,
+    kind: QpKind,
+    engine: Engine,
+    sq: RefCell<SendRing>,
+    rq: RefCell<RecvRing>,
+    caps: QpCaps,
+    /// Primary path of a connected QP.
+    path: Option<AddressVector>,
+    access: u32,
+    sqd_notify: bool,
+    tx: KVec<u8>,
+}
+
+impl TaskOwner for QpShared {
+    fn task(&self) -> &Task<Self> {
+        &self.task
+    }
+
+    fn run(&self) {
+        let mut guard = self.state.lock();
+        let Some(st) = guard.as_mut() else {
+            return;
+        };
+        let more = st.run(&self.rx, &self.task);
+        drop(guard);
+        if more {
+            self.task.kick();
+        }
+    }
+}
+
+fn service(kind: QpKind) -> Service {
+    match kind {
+        QpKind::Rc => Service::Rc,
+        QpKind::Uc => Service::Uc,
+        QpKind::Ud | QpKind::Gsi => Service::Ud,
+    }
+}
+
+fn qp_type(kind: QpKind) -> QpType {
+    match kind {
+        QpKind::Rc => QpType::Rc,
+        QpKind::Uc => QpType::Uc,
+        QpKind::Ud | QpKind::Gsi => QpType::Ud,
+    }
+}
+
+/// Creates a user QP with its two shared rings.
+pub(crate) fn create(
+    dev: &Device<Rrxe>,
+    qp: QpRef<Rrxe>,
+    init: &mut QpInit,
+    udata: Option<&mut UData>,
+) -> Result<(RrxeQp, u32)> {
+    // Kernel QPs (and with them the GSI QP) need the kernel posting API, and SRQs are not
+    // implemented yet.
+    let Some(udata) = udata else {
+        return Err(eopnotsupp());
+    };
+    if init.has_srq || init.kind == QpKind::Gsi {
+        return Err(eopnotsupp());
+    }
+    let caps = init.caps;
+    let (mut sq, send_wr, send_sge, inline) = SendRing::new(
+        service(init.kind),
+        caps.max_send_wr,
+        caps.max_send_sge,
+        caps.max_inline_data,
+        init.signal_all,
+    )?;
+    let (mut rq, recv_wr, recv_sge) = RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge)?;
+    let granted = QpCaps {
+        max_send_wr: send_wr,
+        max_send_sge: send_sge,
+        max_inline_data: inline,
+        max_recv_wr: recv_wr,
+        max_recv_sge: recv_sge,
+    };
+    let rq_mi = rq.export(udata)?;
+    let sq_mi = sq.export(udata)?;
+    udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?;
+    let tx = KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?;
+
+    let shared_dev = dev.data().shared();
+    let state = QpContext {
+        qp,
+        kind: init.kind,
+        engine: Engine::new(qp_type(init.kind), 0),
+        sq: RefCell::new(sq),
+        rq: RefCell::new(rq),
+        caps: granted,
+        path: None,
+        access: 0,
+        sqd_notify: false,
+        tx,
+    };
+    let shared = Arc::pin_init(
+        pin_init!(QpShared {
+            task <- Task::new(),
+            state <- new_mutex!(None, "rrxe_qp"),
+            rx <- IrqSpinLock::new(RxQueue::new()?, c_str!("rrxe_qp_rx"), &RX_LOCK),
+        }),
+        GFP_KERNEL,
+    )?;
+    let qpn = shared_dev.qps.insert(params::MIN_QPN, params::MAX_QPN, shared.clone())?;
+    {
+        let mut st = state;
+        st.engine = Engine::new(qp_type(init.kind), qpn);
+        *shared.state.lock() = Some(st);
+    }
+    Task::start(&shared);
+    init.caps = granted;
+    Ok((RrxeQp { shared }, qpn))
+}
+
+/// Destroys a QP: unpublishes it, stops its task and frees its rings.
+pub(crate) fn destroy(qp: &Qp<Rrxe>) {
+    let shared = &qp.data().shared;
+    let qpn = qp.handle().qpn();
+    let _ = qp.handle().device().data().shared().qps.remove(qpn);
+    shared.task.shutdown();
+    // Taken out under the lock: nothing reaches the rings or the QP handle afterwards.
+    let state = shared.state.lock().take();
+    drop(state);
+}
+
+/// Rings the doorbell of a user QP (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
+pub(crate) fn doorbell(qp: &Qp<Rrxe>) -> Result {
+    let shared = &qp.data().shared;
+    {
+        let guard = shared.state.lock();
+        let st = guard.as_ref().ok_or(EINVAL)?;
+        // IBA 10.8.2 / rdma_rxe: posting sends before RTS is refused (the WQEs wait).
+        if matches!(
+            st.engine.state(),
+            QpState::Reset | QpState::Init | QpState::Rtr
+        ) {
+            return Err(EINVAL);
+        }
+    }
+    shared.task.kick();
+    Ok(())
+}
+
+fn state_from_ib(v: u32) -> Option<QpState> {
+    Some(match v {
+        0 => QpState::Reset,
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        4 => QpState::Sqd,
+        5 => QpState::Sqe,
+        6 => QpState::Err,
+        _ => return None,
+    })
+}
+
+fn state_to_ib(s: QpState) -> u32 {
+    match s {
+        QpState::Reset => 0,
+        QpState::Init => 1,
+        QpState::Rtr => 2,
+        QpState::Rts => 3,
+        QpState::Sqd => 4,
+        QpState::Sqe => 5,
+        QpState::Err => 6,
+    }
+}
+
+fn access_from_ib(v: u32) -> Result<AccessFlags> {
+    let known = IB_ACCESS_LOCAL_WRITE
+        | IB_ACCESS_REMOTE_WRITE
+        | IB_ACCESS_REMOTE_READ
+        | IB_ACCESS_REMOTE_ATOMIC;
+    if v & !known != 0 {
+        return Err(EINVAL);
+    }
+    let mut a = AccessFlags::default();
+    for (bit, flag) in [
+        (IB_ACCESS_REMOTE_WRITE, AccessFlags::REMOTE_WRITE),
+        (IB_ACCESS_REMOTE_READ, AccessFlags::REMOTE_READ),
+        (IB_ACCESS_REMOTE_ATOMIC, AccessFlags::REMOTE_ATOMIC),
+    ] {
+        if v & bit != 0 {
+            a = a.union(flag);
+        }
+    }
+    Ok(a)
+}
+
+/// Applies a Modify QP (IBA 11.2.4.2): the transport validates the transition and values.
+pub(crate) fn modify(qp: &Qp<Rrxe>, m: &QpModify) -> Result {
+    let shared = &qp.data().shared;
+    let mut guard = shared.state.lock();
+    let st = guard.as_mut().ok_or(EINVAL)?;
+    let current = st.engine.state();
+    if let Some(cur) = m.cur_state {
+        if state_from_ib(cur) != Some(current) {
+            return Err(EINVAL);
+        }
+    }
+    if m.port.is_some_and(|p| p != PORT) {
+        return Err(EINVAL);
+    }
+    if m.pkey_index.is_some_and(|i| i >= params::PKEY_TABLE_LEN) {
+        return Err(EINVAL);
+    }
+    if let Some(caps) = m.cap {
+        // No resizing: only a request the QP already satisfies is accepted.
+        let c = st.caps;
+        if caps.max_send_wr > c.max_send_wr
+            || caps.max_recv_wr > c.max_recv_wr
+            || caps.max_send_sge > c.max_send_sge
+            || caps.max_recv_sge > c.max_recv_sge
+            || caps.max_inline_data > c.max_inline_data
+        {
+            return Err(EINVAL);
+        }
+    }
+    if let Some(av) = &m.av {
+        if !av.roce_v2 {
+            return Err(EINVAL);
+        }
+    }
+    let to = match m.state {
+        Some(v) => Some(state_from_ib(v).ok_or(EINVAL)?),
+        None => None,
+    };
+    let connected = matches!(st.kind, QpKind::Rc | QpKind::Uc);
+    // IBA 11.2.4.2 (INIT to RTR of a connected QP): the primary path is required.
+    if connected && current == QpState::Init && to == Some(QpState::Rtr) && m.av.is_none() {
+        return Err(EINVAL);
+    }
+    let access = match m.access {
+        Some(v) => Some(access_from_ib(v)?),
+        None => None,
+    };
+    let req = ModifyQp {
+        state: to,
+        path_mtu: m.path_mtu.map(|v| v.min(255) as u8),
+        dest_qpn: m.dest_qpn,
+        sq_psn: m.sq_psn,
+        rq_psn: m.rq_psn,
+        timeout: m.timeout,
+        retry_cnt: m.retry_cnt,
+        rnr_retry: m.rnr_retry,
+        min_rnr_timer: m.min_rnr_timer,
+        max_rd_atomic: m.max_rd_atomic,
+        max_dest_rd_atomic: m.max_dest_rd_atomic,
+        qkey: m.qkey,
+        pkey: None,
+        access,
+    };
+    st.modify(&req).map_err(|e| {
+        pr_debug!("qp {}: modify refused: {:?}\n", qp.handle().qpn(), e);
+        EINVAL
+    })?;
+    if to == Some(QpState::Reset) {
+        st.sq.borrow_mut().drain();
+        st.rq.borrow_mut().drain();
+    }
+    if let Some(av) = m.av {
+        st.path = Some(av);
+    }
+    if let Some(v) = m.access {
+        st.access = v;
+    }
+    if let Some(v) = m.sqd_notify {
+        st.sqd_notify = v;
+    }
+    drop(guard);
+    // Flush completions (ERR), a drained SQ event (SQD), or sends waiting since before RTS.
+    shared.task.kick();
+    Ok(())
+}
+
+/// Reports a QP's attributes (IBA 11.2.4.3).
+pub(crate) fn query(qp: &Qp<Rrxe>) -> Result<QpQuery> {
+    let guard = qp.data().shared.state.lock();
+    let st = guard.as_ref().ok_or(EINVAL)?;
+    let a = st.engine.attrs();
+    Ok(QpQuery {
+        state: state_to_ib(a.state),
+        path_mtu: a.path_mtu as u32,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn.get(),
+        sq_psn: a.sq_psn.get(),
+        dest_qpn: a.dest_qpn,
+        access: st.access,
+        caps: st.caps,
+        av: st.path,
+        pkey_index: 0,
+        sqd_notify: st.sqd_notify,
+        sq_draining: a.state == QpState::Sqd,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer.code(),
+        timeout: a.timeout.code(),
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+    })
+}
+
+/// Queues a received packet to QP `qpn` of `dev` and kicks its task (softirq context).
+pub(crate) fn deliver(dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
+    let Some(qp) = dev.qps.get(qpn) else {
+        dev.counters.rx_no_qp.inc();
+        return;
+    };
+    if qp.rx.lock().push(pkt).is_err() {
+        dev.counters.rx_queue_full.inc();
+        return;
+    }
+    qp.task.kick();
+}
+
+impl QpContext {
+    fn modify(&mut self, req: &ModifyQp) -> core::result::Result<(), crate::transport::qp::ModifyError> {
+        let dev = self.qp.device().data();
+        let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
+        let mut sqv = SqView(&self.sq);
+        let mut rqv = RqView(&self.rq);
+        let mut mem = mem_ctx;
+        let mut io = Io {
+            sq: &mut sqv,
+            rq: &mut rqv,
+            mem: &mut mem,
+        };
+        self.engine.modify(req, &mut io)
+    }
+
+    /// One task run; returns whether work is left for another.
+    fn run(&mut self, rx: &IrqSpinLock<RxQueue>, task: &Task<QpShared>) -> bool {
+        let dev = self.qp.device().data();
+        let now = now_ns();
+        self.sq.borrow_mut().snapshot();
+        let mut sqv = SqView(&self.sq);
+        let mut rqv = RqView(&self.rq);
+        let mut mem = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
+        let mut io = Io {
+            sq: &mut sqv,
+            rq: &mut rqv,
+            mem: &mut mem,
+        };
+        let mut budget = BUDGET;
+        let pmtu = self.engine.attrs().path_mtu.bytes();
+        while budget > 0 {
+            let Some(pkt) = rx.lock().pop() else {
+                break;
+            };
+            budget -= 1;
+            match packet::parse(pkt.udp_payload(), Some(pmtu + 64)) {
+                Ok(p) => self.engine.handle_packet(now, &p, &mut io),
+                Err(_) => dev.shared().counters.rx_malformed.inc(),
+            }
+        }
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.engine.handle_timeout(now, &mut io);
+        }
+        while budget > 0 {
+            let Some(t) = self.engine.poll_transmit(now, &mut self.tx, &mut io) else {
+                break;
+            };
+            budget -= 1;
+            let path = match t.ah {
+                Some(ah_num) => ah::lookup(dev, self.qp.pd_id(), ah_num),
+                None => self.path,
+            };
+            match path {
+                Some(av) => send(dev, &av, self.qp.qpn(), &mut self.tx[..t.len]),
+                None => dev.shared().counters.tx_no_path.inc(),
+            }
+        }
+        while let Some(c) = self.engine.poll_completion(&mut io) {
+            self.complete(&c);
+        }
+        while let Some(e) = self.engine.poll_event() {
+            let ev = match e {
+                AsyncEvent::CommEstablished => Some(QpEvent::CommEstablished),
+                AsyncEvent::SqDrained => self.sqd_notify.then_some(QpEvent::SqDrained),
+                // Only QPs on an SRQ report their last WQE; rrxe QPs have their own RQ.
+                AsyncEvent::LastWqeReached => None,
+                AsyncEvent::QpRequestError => Some(QpEvent::RequestError),
+                AsyncEvent::QpAccessError => Some(QpEvent::AccessError),
+                AsyncEvent::QpFatal => Some(QpEvent::Fatal),
+                // The failing WQE's completion reports it.
+                AsyncEvent::RetryExhausted { .. } => None,
+            };
+            if let Some(ev) = ev {
+                self.qp.dispatch_event(ev);
+            }
+        }
+        if let Some(deadline) = self.engine.poll_timeout() {
+            task.arm(deadline.saturating_sub(now));
+        }
+        budget == 0 || rx.lock().len > 0
+    }
+
+    fn complete(&self, c: &Completion) {
+        let opcode = match c.opcode {
+            WcOpcode::Send => 0,
+            WcOpcode::RdmaWrite => 1,
+            WcOpcode::RdmaRead => 2,
+            WcOpcode::CompSwap => 3,
+            WcOpcode::FetchAdd => 4,
+            WcOpcode::Local(k) => u32::from(k),
+            WcOpcode::Recv => 128,
+            WcOpcode::RecvRdmaWithImm => 129,
+        };
+        let wc = WcFields {
+            wr_id: c.wr_id,
+            status: c.status as u32,
+            opcode,
+            byte_len: c.byte_len,
+            imm_data: c.imm_data,
+            invalidated_rkey: c.invalidated_rkey,
+            qp_num: self.qp.qpn(),
+            src_qp: c.src_qp,
+            grh: c.queue == WorkQueue::Recv && matches!(self.kind, QpKind::Ud | QpKind::Gsi),
+        };
+        match c.queue {
+            WorkQueue::Send => cq::post(self.qp.send_cq(), &self.qp, &wc, false),
+            WorkQueue::Recv => cq::post(self.qp.recv_cq(), &self.qp, &wc, c.solicited),
+        }
+    }
+}
+
+/// Sends one packet along `av`; traffic to this device's own address takes the loopback
+/// path, everything else the netdev's IP stack.
+fn send(dev: &RrxeDevice, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
+    let path = net::TxPath::from_gids(&av.sgid, &av.dgid, udp_source_port(qpn, av), av.traffic_class, av.hop_limit);
+    let result = if av.sgid == av.dgid {
+        net::loopback(dev.netdev(), &path, pkt)
+    } else {
+        net::transmit(dev.netdev(), &path, pkt)
+    };
+    if result.is_err() {
+        dev.shared().counters.tx_errors.inc();
+    }
+}
+
+/// The UDP source port of a QP's packets: RoCEv2 (IBA A17.3) uses it for ECMP entropy and
+/// recommends a value per flow from the range 0xC000..=0xFFFF.
+fn udp_source_port(qpn: u32, av: &AddressVector) -> u16 {
+    let flow = if av.flow_label != 0 { av.flow_label } else { qpn };
+    let h = flow ^ (flow >> 14);
+    0xC000 | (h & 0x3FFF) as u16
+}
+
+struct SqView<'a>(&'a RefCell<SendRing>);
+
+impl crate::transport::qp::SendQueue for SqView<'_> {
+    fn consumer(&self) -> u32 {
+        self.0.borrow().consumer()
+    }
+    fn producer(&self) -> u32 {
+        self.0.borrow().producer()
+    }
+    fn get(&self, index: u32) -> Option<crate::transport::qp::wqe::SendWqe> {
+        self.0.borrow().get(index)
+    }
+    fn retire(&mut self, index: u32) {
+        self.0.borrow_mut().retire(index)
+    }
+}
+
+struct RqView<'a>(&'a RefCell<RecvRing>);
+
+impl crate::transport::qp::RecvQueue for RqView<'_> {
+    fn pop(&mut self) -> Option<crate::transport::qp::wqe::RecvWqe> {
+        self.0.borrow_mut().pop()
+    }
+    fn posted(&self) -> u32 {
+        self.0.borrow().posted()
+    }
+}

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Send and receive queues of user QPs: rings in rdma_rxe's format (Documentation/rrxe/
+//! uverbs-abi.rst, section 5), which the provider fills without asking the kernel.
+//!
+//! rdma_rxe works on WQEs in place, in memory userspace can rewrite at any moment. rrxe
+//! copies each WQE once into kernel memory when it first sees it and decodes only the copy:
+//! what it validated is what it executes. Indices seen by the engine run freely (u32); the
+//! ring's own indices are masked.
+
+use crate::glue::queue::{MmapInfo, SharedQueue};
+use crate::glue::rdma::UData;
+use crate::transport::qp::wqe::{
+    RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest,
+};
+use crate::transport::qp::{RecvQueue, SendQueue};
+use kernel::prelude::*;
+
+/// Bytes of `struct rxe_send_wqe` before its SGE list / inline data.
+const SEND_WQE_HEADER: usize = 208;
+/// Bytes of `struct rxe_recv_wqe` before its SGE list.
+const RECV_WQE_HEADER: usize = 40;
+/// Bytes of one `struct rxe_sge` (addr u64, length u32, lkey u32).
+const SGE_LEN: usize = 16;
+
+/// Most SGEs per WQE (rdma_rxe's RXE_MAX_SGE).
+pub(crate) const MAX_SGE: u32 = 32;
+/// Most inline bytes per send WQE (rdma_rxe's RXE_MAX_INLINE_DATA).
+pub(crate) const MAX_INLINE: u32 = 512;
+/// Most WRs per queue (rdma_rxe's RXE_MAX_QP_WR).
+pub(crate) const MAX_WR: u32 = 1 << 14;
+
+/// `IB_WR_*` opcodes (shared with `IBV_WR_*`).
+mod wr {
+    pub(super) const RDMA_WRITE: u32 = 0;
+    pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub(super) const SEND: u32 = 2;
+    pub(super) const SEND_WITH_IMM: u32 = 3;
+    pub(super) const RDMA_READ: u32 = 4;
+    pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(super) const SEND_WITH_INV: u32 = 9;
+}
+
+/// `IB_SEND_*` flags.
+mod send_flag {
+    pub(super) const FENCE: u32 = 1;
+    pub(super) const SIGNALED: u32 = 2;
+    pub(super) const SOLICITED: u32 = 4;
+    pub(super) const INLINE: u32 = 8;
+}
+
+/// A scatter/gather element: `len` bytes at `addr` in the MR of `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) len: u32,
+    pub(crate) lkey: u32,
+}
+
+/// Which transport service the queue serves; decides the opcodes it accepts (IBA 10.7.2.1,
+/// table of operations per service type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Service {
+    Rc,
+    Uc,
+    Ud,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut v = [0; 4];
+    v.copy_from_slice(&b[at..at + 4]);
+    u32::from_ne_bytes(v)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut v = [0; 8];
+    v.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(v)
+}
+
+fn sge_at(b: &[u8], at: usize) -> Sge {
+    Sge {
+        addr: u64_at(b, at),
+        len: u32_at(b, at + 8),
+        lkey: u32_at(b, at + 12),
+    }
+}
+
+/// A send queue: the shared ring and the kernel's copies of its WQEs.
+pub(crate) struct SendRing {
+    ring: SharedQueue,
+    /// Copies of the slots, same layout as the ring.
+    copies: KVVec<u8>,
+    /// Free-running index of the oldest WQE not retired.
+    head: u32,
+    /// Free-running index of the next WQE to copy.
+    copied: u32,
+    service: Service,
+    max_sge: u32,
+    max_inline: u32,
+    signal_all: bool,
+}
+
+impl SendRing {
+    /// A send queue for `max_wr` WQEs of up to `max_sge` SGEs or `max_inline` inline bytes.
+    /// Returns it with the granted sizes (rdma_rxe's rule: the SGE area is shared with
+    /// inline data, so each grows to the larger of the two).
+    pub(crate) fn new(
+        service: Service,
+        max_wr: u32,
+        max_sge: u32,
+        max_inline: u32,
+        signal_all: bool,
+    ) -> Result<(Self, u32, u32, u32)> {
+        if max_wr == 0 || max_wr > MAX_WR || max_sge > MAX_SGE || max_inline > MAX_INLINE {
+            return Err(EINVAL);
+        }
+        let area = (max_sge as usize * SGE_LEN).max(max_inline as usize);
+        let ring = SharedQueue::new(max_wr, SEND_WQE_HEADER + area)?;
+        let slots = ring.capacity() as usize + 1;
+        let copies = KVVec::from_elem(0u8, slots * ring.slot_size(), GFP_KERNEL)?;
+        let granted_wr = ring.capacity();
+        let sge = (area / SGE_LEN) as u32;
+        let inline = area as u32;
+        Ok((
+            Self {
+                ring,
+                copies,
+                head: 0,
+                copied: 0,
+                service,
+                max_sge: sge,
+                max_inline: inline,
+                signal_all,
+            },
+            granted_wr,
+            sge,
+            inline,
+        ))
+    }
+
+    /// Exports the ring to the creating process.
+    pub(crate) fn export(&mut self, udata: &UData) -> Result<MmapInfo> {
+        self.ring.export(udata)
+    }
+
+    fn mask(&self) -> u32 {
+        self.ring.capacity()
+    }
+
+    /// Free-running producer index, from the ring's masked one.
+    fn producer_index(&self) -> u32 {
+        let mask = self.mask();
+        let posted = self.ring.producer().wrapping_sub(self.head & mask) & mask;
+        self.head.wrapping_add(posted)
+    }
+
+    /// Copies the WQEs posted since the last call; returns whether there were any.
+    pub(crate) fn snapshot(&mut self) -> bool {
+        let producer = self.producer_index();
+        let any = producer != self.copied;
+        let size = self.ring.slot_size();
+        while self.copied != producer {
+            let slot = (self.copied & self.mask()) as usize;
+            let dst = &mut self.copies[slot * size..(slot + 1) * size];
+            self.ring.read_slot_bytes(self.copied, dst);
+            self.copied = self.copied.wrapping_add(1);
+        }
+        any
+    }
+
+    /// Drops every posted WQE without completing it (IBA 10.3.1: entering RESET empties
+    /// the work queues); the provider keeps its own producer index.
+    pub(crate) fn drain(&mut self) {
+        self.snapshot();
+        self.head = self.copied;
+        self.ring.set_consumer(self.head);
+    }
+
+    fn copy(&self, index: u32) -> &[u8] {
+        let size = self.ring.slot_size();
+        let slot = (index & self.mask()) as usize;
+        &self.copies[slot * size..(slot + 1) * size]
+    }
+
+    /// SGE `i` of WQE `index`, if it has that many.
+    pub(crate) fn sge(&self, index: u32, i: u32) -> Option<Sge> {
+        let b = self.copy(index);
+        let n = u32_at(b, 196);
+        if i >= n || n > self.max_sge || u32_at(b, 16) & send_flag::INLINE != 0 {
+            return None;
+        }
+        Some(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN))
+    }
+
+    /// The inline data of WQE `index`, if it has any.
+    pub(crate) fn inline_data(&self, index: u32) -> Option<&[u8]> {
+        let b = self.copy(index);
+        if u32_at(b, 16) & send_flag::INLINE == 0 {
+            return None;
+        }
+        let len = u32_at(b, 184).min(self.max_inline) as usize;
+        Some(&b[SEND_WQE_HEADER..SEND_WQE_HEADER + len])
+    }
+
+    /// Number of SGEs of WQE `index` (0 for inline data).
+    pub(crate) fn sge_count(&self, index: u32) -> u32 {
+        let b = self.copy(index);
+        if u32_at(b, 16) & send_flag::INLINE != 0 {
+            0
+        } else {
+            u32_at(b, 196).min(self.max_sge)
+        }
+    }
+
+    /// Decodes WQE `index`; WQEs the QP cannot execute decode as
+    /// [`SendOpcode::Unsupported`] and complete with a local QP operation error.
+    fn decode(&self, index: u32) -> SendWqe {
+        let b = self.copy(index);
+        let flags_raw = u32_at(b, 16);
+        let ex = u32::from_be(u32_at(b, 20));
+        let mut flags = SendFlags::NONE;
+        if self.signal_all || flags_raw & send_flag::SIGNALED != 0 {
+            flags = flags.union(SendFlags::SIGNALED);
+        }
+        if flags_raw & send_flag::SOLICITED != 0 {
+            flags = flags.union(SendFlags::SOLICITED);
+        }
+        if flags_raw & send_flag::FENCE != 0 {
+            flags = flags.union(SendFlags::FENCE);
+        }
+        let inline = flags_raw & send_flag::INLINE != 0;
+        if inline {
+            flags = flags.union(SendFlags::INLINE);
+        }
+        let mut wqe = SendWqe {
+            wr_id: u64_at(b, 0),
+            flags,
+            ..Default::default()
+        };
+        // The length is recomputed from what will be moved, never taken from the
+        // provider's `dma.length` for SGE lists.
+        let length = if inline {
+            let len = u32_at(b, 184);
+            (len <= self.max_inline).then_some(len)
+        } else {
+            let n = u32_at(b, 196);
+            (n <= self.max_sge).then(|| {
+                (0..n).try_fold(0u32, |sum, i| {
+                    sum.checked_add(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN).len)
+                })
+            })
+            .flatten()
+        };
+        let Some(length) = length else {
+            wqe.opcode = SendOpcode::Unsupported;
+            return wqe;
+        };
+        wqe.length = length;
+        let rdma = RemoteAddr {
+            va: u64_at(b, 24),
+            rkey: u32_at(b, 32),
+        };
+        let opcode = u32_at(b, 12);
+        let allowed = match self.service {
+            Service::Rc => true,
+            // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends.
+            Service::Uc => !matches!(
+                opcode,
+                wr::RDMA_READ | wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD
+            ),
+            Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
+        };
+        wqe.opcode = match opcode {
+            _ if !allowed => SendOpcode::Unsupported,
+            wr::SEND => SendOpcode::Send,
+            wr::SEND_WITH_IMM => SendOpcode::SendWithImm(ex),
+            wr::SEND_WITH_INV => SendOpcode::SendWithInv(u32_at(b, 20)),
+            wr::RDMA_WRITE => SendOpcode::RdmaWrite,
+            wr::RDMA_WRITE_WITH_IMM => SendOpcode::RdmaWriteWithImm(ex),
+            wr::RDMA_READ => SendOpcode::RdmaRead,
+            wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD if inline || length < 8 => {
+                SendOpcode::Unsupported
+            }
+            wr::ATOMIC_CMP_AND_SWP => SendOpcode::AtomicCmpSwap {
+                compare: u64_at(b, 32),
+                swap: u64_at(b, 40),
+            },
+            wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd {
+                add: u64_at(b, 32),
+            },
+            _ => SendOpcode::Unsupported,
+        };
+        match wqe.opcode {
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_) | SendOpcode::RdmaRead => {
+                wqe.remote = rdma;
+            }
+            SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => {
+                wqe.length = 8;
+                wqe.remote = RemoteAddr {
+                    va: u64_at(b, 24),
+                    rkey: u32_at(b, 48),
+                };
+            }
+            _ => {}
+        }
+        if self.service == Service::Ud {
+            wqe.ud = UdDest {
+                dest_qpn: u32_at(b, 24) & 0x00ff_ffff,
+                qkey: u32_at(b, 28),
+                ah: u32_at(b, 36),
+            };
+        }
+        wqe
+    }
+}
+
+impl SendQueue for SendRing {
+    fn consumer(&self) -> u32 {
+        self.head
+    }
+
+    fn producer(&self) -> u32 {
+        self.copied
+    }
+
+    fn get(&self, index: u32) -> Option<SendWqe> {
+        (index.wrapping_sub(self.head) < self.copied.wrapping_sub(self.head))
+            .then(|| self.decode(index))
+    }
+
+    fn retire(&mut self, index: u32) {
+        self.head = index.wrapping_add(1);
+        self.ring.set_consumer(self.head);
+    }
+}
+
+/// A receive queue: the shared ring and a copy of the WQE being filled.
+pub(crate) struct RecvRing {
+    ring: SharedQueue,
+    /// Free-running index of the next WQE to take.
+    head: u32,
+    max_sge: u32,
+    /// SGEs of the WQE taken last, with its index.
+    current: [Sge; MAX_SGE as usize],
+    current_len: usize,
+    current_id: u32,
+    scratch: KVec<u8>,
+}
+
+impl RecvRing {
+    /// A receive queue for `max_wr` WQEs of up to `max_sge` SGEs; returns it with the
+    /// granted number of WRs.
+    pub(crate) fn new(max_wr: u32, max_sge: u32) -> Result<(Self, u32, u32)> {
+        if max_wr == 0 || max_wr > MAX_WR || max_sge > MAX_SGE {
+            return Err(EINVAL);
+        }
+        let max_sge = max_sge.max(1);
+        let slot = RECV_WQE_HEADER + max_sge as usize * SGE_LEN;
+        let ring = SharedQueue::new(max_wr, slot)?;
+        let granted = ring.capacity();
+        let scratch = KVec::from_elem(0u8, slot, GFP_KERNEL)?;
+        Ok((
+            Self {
+                ring,
+                head: 0,
+                max_sge,
+                current: [Sge::default(); MAX_SGE as usize],
+                current_len: 0,
+                current_id: 0,
+                scratch,
+            },
+            granted,
+            max_sge,
+        ))
+    }
+
+    /// Exports the ring to the creating process.
+    pub(crate) fn export(&mut self, udata: &UData) -> Result<MmapInfo> {
+        self.ring.export(udata)
+    }
+
+    /// Drops every posted WQE without completing it (entering RESET).
+    pub(crate) fn drain(&mut self) {
+        let producer = self.ring.producer();
+        self.ring.set_consumer(producer);
+        self.head = self.head.wrapping_add(self.ring.count());
+        self.current_len = 0;
+    }
+
+    /// SGE `i` of the receive WQE `id` taken last.
+    pub(crate) fn sge(&self, id: u32, i: u32) -> Option<Sge> {
+        if id != self.current_id {
+            return None;
+        }
+        self.current[..self.current_len].get(i as usize).copied()
+    }
+}
+
+impl RecvQueue for RecvRing {
+    fn pop(&mut self) -> Option<RecvWqe> {
+        {
+            if self.ring.count() == 0 {
+                return None;
+            }
+            let index = self.ring.consumer();
+            self.ring.read_slot_bytes(index, &mut self.scratch);
+            self.ring.set_consumer(self.ring.next(index));
+            let id = self.head;
+            self.head = self.head.wrapping_add(1);
+            let b = &self.scratch;
+            let n = u32_at(b, 28);
+            self.current_len = 0;
+            self.current_id = id;
+            let wr_id = u64_at(b, 0);
+            if n > self.max_sge {
+                // A malformed WQE: it still completes (with a length of zero room, so the
+                // message fails with a local length error) rather than being guessed at.
+                return Some(RecvWqe {
+                    wr_id,
+                    length: 0,
+                    id,
+                });
+            }
+            let mut length = 0u32;
+            let mut ok = true;
+            for i in 0..n as usize {
+                let sge = sge_at(b, RECV_WQE_HEADER + i * SGE_LEN);
+                match length.checked_add(sge.len) {
+                    Some(l) => length = l,
+                    None => ok = false,
+                }
+                self.current[i] = sge;
+            }
+            if ok {
+                self.current_len = n as usize;
+            } else {
+                length = 0;
+            }
+            return Some(RecvWqe { wr_id, length, id });
+        }
+    }
+
+    fn posted(&self) -> u32 {
+        self.ring.count()
+    }
+}
