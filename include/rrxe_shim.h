@@ -42,4 +42,19 @@ void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_k
 unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
+/* ---- memory / tables: object tables, MR page arrays, memory access ---- */
+struct page;
+struct sg_page_iter;
+void rrxe_xa_init_alloc_irq(struct xarray *xa);
+int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next);
+int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry);
+unsigned long rrxe_xa_lock_irqsave(struct xarray *xa);
+void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
+struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter);
+void *rrxe_kmap_local_page(struct page *page);
+void rrxe_kunmap_local(const void *addr);
+unsigned long rrxe_atomic_lock_irqsave(void);
+void rrxe_atomic_unlock_irqrestore(unsigned long flags);
+/* ---- end of memory / tables ---- */
+
 #endif /* RRXE_SHIM_H */

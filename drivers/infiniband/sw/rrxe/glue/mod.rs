@@ -7,9 +7,9 @@
 
 pub(crate) mod bindings;
 pub(crate) mod global;
-pub(crate) mod keys;
 pub(crate) mod netdev;
 pub(crate) mod queue;
 pub(crate) mod rdma;
 pub(crate) mod sync;
+pub(crate) mod table;
 pub(crate) mod umem;
