@@ -37,3 +37,10 @@ const unsigned int RRXE_IFF_UP = IFF_UP;
 const int RRXE_EOPNOTSUPP = EOPNOTSUPP;
 const unsigned int RRXE_PAGE_SHIFT = PAGE_SHIFT;
 const unsigned long RRXE_PAGE_SIZE = PAGE_SIZE;
+
+/* ---- memory / tables ---- */
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+#include <linux/xarray.h>
+const xa_mark_t RRXE_XA_PRESENT = XA_PRESENT;
+/* ---- end of memory / tables ---- */

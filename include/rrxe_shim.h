@@ -51,4 +51,19 @@ void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
 unsigned long rrxe_jiffies(void);
 u64 rrxe_ktime_get_ns(void);
 
+/* ---- memory / tables: object tables, MR page arrays, memory access ---- */
+struct page;
+struct sg_page_iter;
+void rrxe_xa_init_alloc_irq(struct xarray *xa);
+int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next);
+int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry);
+unsigned long rrxe_xa_lock_irqsave(struct xarray *xa);
+void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
+struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter);
+void *rrxe_kmap_local_page(struct page *page);
+void rrxe_kunmap_local(const void *addr);
+unsigned long rrxe_atomic_lock_irqsave(void);
+void rrxe_atomic_unlock_irqrestore(unsigned long flags);
+/* ---- end of memory / tables ---- */
+
 #endif /* RRXE_SHIM_H */

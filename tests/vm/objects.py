@@ -4,6 +4,7 @@
 
 Run inside a VM with an rrxe device named by $RRXE_DEV (default rrxe0).
 """
+import ctypes
 import errno
 import mmap
 import os
@@ -231,6 +232,83 @@ def _():
     pd = PD(ctx)
     fails_with(lambda: MR(pd, 4096, LW, address=0x1000), errno.EFAULT)
     pd.close()
+
+
+@test("MR over a buffer that does not start on a page boundary (3 pages)")
+def _():
+    pd = PD(ctx)
+    buf = mmap.mmap(-1, 4 * 4096)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    mr = MR(pd, 8192, LW, address=addr + 100)
+    assert mr.lkey != 0
+    mr.close()
+    pd.close()
+
+
+class IbvMr(ctypes.Structure):
+    _fields_ = [("context", ctypes.c_void_p), ("pd", ctypes.c_void_p),
+                ("addr", ctypes.c_void_p), ("length", ctypes.c_size_t),
+                ("handle", ctypes.c_uint32), ("lkey", ctypes.c_uint32),
+                ("rkey", ctypes.c_uint32)]
+
+
+def raw_verbs():
+    """libibverbs through ctypes, for what pyverbs 44 lacks (ibv_reg_mr_iova2)."""
+    lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
+    lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
+    lib.ibv_get_device_list.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    lib.ibv_get_device_name.restype = ctypes.c_char_p
+    lib.ibv_get_device_name.argtypes = [ctypes.c_void_p]
+    lib.ibv_open_device.restype = ctypes.c_void_p
+    lib.ibv_open_device.argtypes = [ctypes.c_void_p]
+    lib.ibv_alloc_pd.restype = ctypes.c_void_p
+    lib.ibv_alloc_pd.argtypes = [ctypes.c_void_p]
+    lib.ibv_reg_mr_iova2.restype = ctypes.POINTER(IbvMr)
+    lib.ibv_reg_mr_iova2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_uint64, ctypes.c_uint]
+    lib.ibv_dereg_mr.argtypes = [ctypes.POINTER(IbvMr)]
+    lib.ibv_dealloc_pd.argtypes = [ctypes.c_void_p]
+    lib.ibv_close_device.argtypes = [ctypes.c_void_p]
+    lib.ibv_free_device_list.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    num = ctypes.c_int()
+    devs = lib.ibv_get_device_list(ctypes.byref(num))
+    dev = next(devs[i] for i in range(num.value)
+               if lib.ibv_get_device_name(devs[i]).decode() == DEV)
+    rctx = lib.ibv_open_device(dev)
+    lib.ibv_free_device_list(devs)
+    assert rctx, "ibv_open_device"
+    rpd = lib.ibv_alloc_pd(rctx)
+    assert rpd, "ibv_alloc_pd"
+    return lib, rctx, rpd
+
+
+def reg_mr_iova(lib, rpd, addr, length, iova, access):
+    """Registers with ibv_reg_mr_iova2; returns the MR pointer or raises OSError."""
+    mr = lib.ibv_reg_mr_iova2(rpd, addr, length, iova, access)
+    if not mr:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return mr
+
+
+@test("MR with an iova other than its address (ibv_reg_mr_iova2), and bad iovas refused")
+def _():
+    lib, rctx, rpd = raw_verbs()
+    buf = mmap.mmap(-1, 3 * 4096)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf)) + 0x10
+    try:
+        mr = reg_mr_iova(lib, rpd, addr, 8192, 0x7700_0000_0000_0010, LW | RW | RR)
+        assert mr.contents.lkey != 0 and mr.contents.lkey == mr.contents.rkey
+        assert lib.ibv_dereg_mr(mr) == 0
+        # The iova's offset in its page must be the address's (the RDMA core's rule).
+        fails_with(lambda: reg_mr_iova(lib, rpd, addr, 4096, 0x7700_0000_0000_0020, LW),
+                   errno.EINVAL)
+        # An MR's address range cannot wrap around the 64-bit space.
+        fails_with(lambda: reg_mr_iova(lib, rpd, addr, 8192, 0xffff_ffff_ffff_f010, LW),
+                   errno.EINVAL)
+    finally:
+        assert lib.ibv_dealloc_pd(rpd) == 0
+        assert lib.ibv_close_device(rctx) == 0
 
 
 @test("mmap of the uverbs fd at an offset nothing exported is refused (EINVAL)")

@@ -8,14 +8,14 @@ use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
 use crate::glue::table::IndexTable;
 use crate::qp::{self, QpShared, RrxeQp};
 use crate::glue::bindings as b;
-use crate::glue::keys::KeyTable;
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::{
-    ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PortAttr, PortEvent,
+    ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr, PortEvent,
     PortImmutable, UData, WorkCompletion,
 };
-use crate::glue::umem::Umem;
-use crate::mr::{self, RrxeMr};
+use crate::glue::table::IndexTable;
+use crate::glue::umem::{KernelMemory, Umem};
+use crate::mr::{self, MrState, RrxeMr};
 use crate::params;
 use crate::transport::qp::responder::MAX_RD_ATOMIC;
 use crate::wq;
@@ -83,8 +83,8 @@ pub(crate) struct RrxeDevice {
     guid: u64,
     /// Whether the port was last reported active, so events go out on transitions only.
     port_active: AtomicBool,
-    /// MR key indices.
-    mr_keys: Pin<KBox<KeyTable>>,
+    /// The registered MRs, by key index.
+    mrs: Pin<KBox<IndexTable<MrState>>>,
     /// Low byte of the next MR key.
     pub(crate) key_variant: AtomicU32,
 }
@@ -111,14 +111,14 @@ impl RrxeDevice {
             netdev: netdev.into(),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
-            mr_keys: KBox::pin_init(KeyTable::new(), GFP_KERNEL)?,
+            mrs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
             key_variant: AtomicU32::new(0),
         })
     }
 
-    /// The table of MR key indices.
-    pub(crate) fn mr_keys(&self) -> &KeyTable {
-        &self.mr_keys
+    /// The registered MRs, by key index.
+    pub(crate) fn mrs(&self) -> &IndexTable<MrState> {
+        &self.mrs
     }
 
     /// The node GUID.
@@ -316,16 +316,22 @@ impl Driver for Rrxe {
 
     fn reg_user_mr(
         dev: &Device<Self>,
+        pd: PdId,
         umem: Umem,
-        _iova: u64,
-        _length: u64,
-        _access: i32,
+        iova: u64,
+        length: u64,
+        access: i32,
     ) -> Result<(RrxeMr, u32)> {
-        mr::reg_user(dev.data(), umem)
+        mr::reg_user(dev.data(), pd, umem, iova, length, access)
     }
 
-    fn get_dma_mr(dev: &Device<Self>, _access: i32) -> Result<(RrxeMr, u32)> {
-        mr::dma(dev.data())
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        mr::dma(dev.data(), pd, memory, access)
     }
 
     fn dereg_mr(dev: &Device<Self>, mr: RrxeMr) {

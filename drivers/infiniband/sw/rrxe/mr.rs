@@ -1,45 +1,275 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: keys, and the pinned user memory behind them.
+//! Memory regions: keys, the device's table of them, and the memory behind them as the data
+//! path reaches it.
+//!
+//! Each MR's state ([`MrState`]) is shared: the device's table holds one reference from
+//! registration to deregistration, and the data path takes more with [`lookup`] for as long
+//! as it works on the memory. Deregistration takes the MR out of the table and marks it
+//! invalid; the pinned pages go when the last reference does.
+//!
+//! Dropping the last reference to a user MR unpins its pages (`ib_umem_release`), which may
+//! sleep: the data path must drop the references it holds in process context (it runs in a
+//! work item), never in softirq or with a spinlock held.
 
 use crate::device::RrxeDevice;
-use crate::glue::umem::Umem;
+use crate::glue::bindings as b;
+use crate::glue::rdma::PdId;
+use crate::glue::umem::{KernelMemory, MemError, Umem};
 use crate::params;
-use core::sync::atomic::Ordering;
+use crate::transport::qp::memory::AtomicOp;
+use crate::transport::region;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
-/// State of one rrxe MR.
+/// Handle of one rrxe MR, owned by the RDMA core's `struct ib_mr`.
 pub(crate) struct RrxeMr {
-    /// Index of the key in the device's MR table.
-    index: u32,
-    /// Pinned for as long as the MR exists; the data path reads it.
-    _umem: Option<Umem>,
+    state: Arc<MrState>,
 }
 
-/// An L_Key/R_Key: the table index in the upper 24 bits and a variant in the low 8 bits
-/// (the "key" portion IBA 10.6.3.5 leaves to the CA), so that a key of a freed MR does not
-/// match a later MR that reuses the index.
-fn key(index: u32, variant: u32) -> u32 {
-    index << 8 | (variant & 0xff)
+/// The memory an MR covers.
+enum Memory {
+    /// Pinned user memory, starting at the MR's iova.
+    User(Umem),
+    /// All of kernel memory (a DMA MR): addresses are kernel virtual addresses.
+    Kernel(KernelMemory),
 }
 
-fn register(dev: &RrxeDevice, umem: Option<Umem>) -> Result<(RrxeMr, u32)> {
-    let index = dev.mr_keys().reserve(1, params::MAX_MR)?;
+/// An access to MR memory, each needing its own right (IBA 10.6.3.1, 10.6.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // used by the data path
+pub(crate) enum Access {
+    /// Gather from a local SGE: always allowed.
+    LocalRead,
+    /// Scatter into a local SGE: needs Local Write.
+    LocalWrite,
+    /// RDMA Read by a peer: needs Remote Read.
+    RemoteRead,
+    /// RDMA Write by a peer: needs Remote Write.
+    RemoteWrite,
+    /// Atomic by a peer: needs Remote Atomic.
+    RemoteAtomic,
+}
+
+impl Access {
+    /// The `IB_ACCESS_*` bit this access needs, if any.
+    fn required(self) -> u32 {
+        match self {
+            Self::LocalRead => 0,
+            Self::LocalWrite => b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+            Self::RemoteRead => b::ib_access_flags_IB_ACCESS_REMOTE_READ,
+            Self::RemoteWrite => b::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+            Self::RemoteAtomic => b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        }
+    }
+}
+
+/// Why an access to an MR was refused. The data path maps each to an IBA outcome: a local
+/// protection error (or `LocLenErr` for bounds, at its choice) for local accesses, a Remote
+/// Access Error NAK for remote ones, except [`MrError::Misaligned`], an Invalid Request NAK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // used by the data path
+pub(crate) enum MrError {
+    /// The MR was deregistered (or invalidated) since it was looked up.
+    Invalid,
+    /// The MR belongs to another protection domain.
+    Pd,
+    /// The MR lacks the right for the access.
+    Access,
+    /// The range is not inside the MR.
+    Bounds,
+    /// An atomic's target is not 8-byte aligned.
+    Misaligned,
+}
+
+impl From<MemError> for MrError {
+    fn from(e: MemError) -> Self {
+        match e {
+            MemError::Bounds => Self::Bounds,
+            MemError::Misaligned => Self::Misaligned,
+        }
+    }
+}
+
+/// An MR as the data path sees it.
+pub(crate) struct MrState {
+    /// The protection domain the MR was registered in.
+    pd: PdId,
+    /// `IB_ACCESS_*` flags it was registered with.
+    access: u32,
+    /// Address of its first byte in its own address space (user MRs).
+    iova: u64,
+    /// Length in bytes (user MRs).
+    length: u64,
+    /// Its L_Key and R_Key.
+    key: u32,
+    /// Cleared at deregistration; no new access may start afterwards.
+    valid: AtomicBool,
+    memory: Memory,
+}
+
+#[allow(dead_code)] // used by the data path
+impl MrState {
+    /// Its L_Key and R_Key.
+    pub(crate) fn key(&self) -> u32 {
+        self.key
+    }
+
+    /// Its protection domain.
+    pub(crate) fn pd(&self) -> PdId {
+        self.pd
+    }
+
+    /// Whether it is still registered.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Acquire)
+    }
+
+    /// Checks that an object of protection domain `pd` may make `access` to `len` bytes at
+    /// `va` through this MR (IBA 10.6.3: key validity, PD, rights, bounds).
+    pub(crate) fn check(
+        &self,
+        pd: PdId,
+        va: u64,
+        len: usize,
+        access: Access,
+    ) -> Result<(), MrError> {
+        if !self.is_valid() {
+            return Err(MrError::Invalid);
+        }
+        if pd != self.pd {
+            return Err(MrError::Pd);
+        }
+        if self.access & access.required() != access.required() {
+            return Err(MrError::Access);
+        }
+        let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
+        match self.memory {
+            Memory::User(_) => region::offset_in(self.iova, self.length, va, len)
+                .map(|_| ())
+                .ok_or(MrError::Bounds),
+            // All of memory: only a range wrapping around the address space is out.
+            Memory::Kernel(_) => va.checked_add(len).map(|_| ()).ok_or(MrError::Bounds),
+        }
+    }
+
+    /// The offset of `len` bytes at `va` in a user MR.
+    fn offset(&self, va: u64, len: usize) -> Result<usize, MrError> {
+        let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
+        let offset = region::offset_in(self.iova, self.length, va, len).ok_or(MrError::Bounds)?;
+        usize::try_from(offset).map_err(|_| MrError::Bounds)
+    }
+
+    /// Copies `dst.len()` bytes at `va` out of the MR (after [`MrState::check`]). Does not
+    /// sleep: process context or softirq.
+    pub(crate) fn copy_out(&self, va: u64, dst: &mut [u8]) -> Result<(), MrError> {
+        match &self.memory {
+            Memory::User(umem) => Ok(umem.copy_out(self.offset(va, dst.len())?, dst)?),
+            Memory::Kernel(mem) => Ok(mem.copy_out(va, dst)?),
+        }
+    }
+
+    /// Copies `src` into the MR at `va` (after [`MrState::check`]). Does not sleep: process
+    /// context or softirq.
+    pub(crate) fn copy_in(&self, va: u64, src: &[u8]) -> Result<(), MrError> {
+        match &self.memory {
+            Memory::User(umem) => Ok(umem.copy_in(self.offset(va, src.len())?, src)?),
+            Memory::Kernel(mem) => Ok(mem.copy_in(va, src)?),
+        }
+    }
+
+    /// Executes an 8-byte atomic at `va` (after [`MrState::check`] for
+    /// [`Access::RemoteAtomic`]) and returns the original value, in host byte order. The
+    /// target must be 8-byte aligned (IBA 9.4.5). Atomic with respect to every other rrxe
+    /// atomic, on any device. Does not sleep.
+    pub(crate) fn atomic(&self, va: u64, op: AtomicOp) -> Result<u64, MrError> {
+        if va % 8 != 0 {
+            return Err(MrError::Misaligned);
+        }
+        let apply = |old: u64| match op {
+            AtomicOp::CompareSwap { compare, swap } => {
+                if old == compare {
+                    swap
+                } else {
+                    old
+                }
+            }
+            AtomicOp::FetchAdd { add } => old.wrapping_add(add),
+        };
+        match &self.memory {
+            Memory::User(umem) => Ok(umem.atomic(self.offset(va, 8)?, apply)?),
+            Memory::Kernel(mem) => Ok(mem.atomic(va, apply)?),
+        }
+    }
+}
+
+/// The MR that `key` names on `dev`, if it is registered: the whole key must match, not just
+/// the table index it carries. Any context; the caller must drop the reference it gets in
+/// process context (see the module documentation).
+#[allow(dead_code)] // used by the data path
+pub(crate) fn lookup(dev: &RrxeDevice, key: u32) -> Option<Arc<MrState>> {
+    let mr = dev.mrs().get(region::key_index(key))?;
+    (mr.key == key && mr.is_valid()).then_some(mr)
+}
+
+fn register(
+    dev: &RrxeDevice,
+    pd: PdId,
+    memory: Memory,
+    iova: u64,
+    length: u64,
+    access: i32,
+) -> Result<(RrxeMr, u32)> {
+    let reservation = dev.mrs().reserve(1, params::MAX_MR)?;
     let variant = dev.key_variant.fetch_add(1, Ordering::Relaxed);
-    Ok((RrxeMr { index, _umem: umem }, key(index, variant)))
+    let key = region::key(reservation.index(), variant);
+    let state = Arc::new(
+        MrState {
+            pd,
+            // Flags are a bit set; the sign bit is no access right.
+            access: access as u32,
+            iova,
+            length,
+            key,
+            valid: AtomicBool::new(true),
+            memory,
+        },
+        GFP_KERNEL,
+    )?;
+    reservation.store(state.clone())?;
+    Ok((RrxeMr { state }, key))
 }
 
-/// Registers pinned user memory.
-pub(crate) fn reg_user(dev: &RrxeDevice, umem: Umem) -> Result<(RrxeMr, u32)> {
-    register(dev, Some(umem))
+/// Registers pinned user memory: `length` bytes, the first at `iova` in the MR's address
+/// space (`ibv_reg_mr_iova`: it need not be the user address; offsets are `va - iova`).
+pub(crate) fn reg_user(
+    dev: &RrxeDevice,
+    pd: PdId,
+    umem: Umem,
+    iova: u64,
+    length: u64,
+    access: i32,
+) -> Result<(RrxeMr, u32)> {
+    // The MR's address range must not wrap around.
+    iova.checked_add(length).ok_or(EINVAL)?;
+    register(dev, pd, Memory::User(umem), iova, length, access)
 }
 
 /// Creates the all-memory MR of a kernel PD.
-pub(crate) fn dma(dev: &RrxeDevice) -> Result<(RrxeMr, u32)> {
-    register(dev, None)
+pub(crate) fn dma(
+    dev: &RrxeDevice,
+    pd: PdId,
+    memory: KernelMemory,
+    access: i32,
+) -> Result<(RrxeMr, u32)> {
+    register(dev, pd, Memory::Kernel(memory), 0, 0, access)
 }
 
-/// Destroys an MR: its key becomes invalid.
+/// Destroys an MR: its key becomes invalid at once; in-flight users keep the memory until
+/// they drop their references. Process context.
 pub(crate) fn dereg(dev: &RrxeDevice, mr: RrxeMr) {
-    dev.mr_keys().release(mr.index);
+    mr.state.valid.store(false, Ordering::Release);
+    // Drops the table's reference (not the last one: `mr` holds another), then `mr`'s.
+    drop(dev.mrs().remove(region::key_index(mr.state.key)));
 }

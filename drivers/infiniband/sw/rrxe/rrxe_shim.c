@@ -154,3 +154,75 @@ u64 rrxe_ktime_get_ns(void)
 {
 	return ktime_get_ns();
 }
+/* ---- memory / tables: object tables, MR page arrays, memory access ---- */
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+
+/*
+ * Object tables (glue/table.rs) look entries up from softirq, so their lock is taken with
+ * interrupts disabled everywhere (XA_FLAGS_LOCK_IRQ).
+ */
+void rrxe_xa_init_alloc_irq(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+}
+
+/* Process context only (may sleep to allocate). Returns 0 or 1 (wrapped) on success. */
+int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next)
+{
+	return xa_alloc_cyclic_irq(xa, id, NULL, XA_LIMIT(min, max), next, GFP_KERNEL);
+}
+
+/* Stores into a reserved slot, which needs no allocation. Process context only. */
+int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry)
+{
+	return xa_err(xa_store_irq(xa, index, entry, GFP_KERNEL));
+}
+
+unsigned long rrxe_xa_lock_irqsave(struct xarray *xa)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(xa, flags);
+	return flags;
+}
+
+void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags)
+{
+	xa_unlock_irqrestore(xa, flags);
+}
+
+struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter)
+{
+	return sg_page_iter_page(piter);
+}
+
+void *rrxe_kmap_local_page(struct page *page)
+{
+	return kmap_local_page(page);
+}
+
+void rrxe_kunmap_local(const void *addr)
+{
+	kunmap_local(addr);
+}
+
+/*
+ * IBA 10.7.2.4 requires atomics to be atomic among all of the CA's atomic operations, and
+ * MRs (even of different devices) may share memory: one lock serialises every rrxe atomic.
+ */
+static DEFINE_SPINLOCK(rrxe_atomic_lock);
+
+unsigned long rrxe_atomic_lock_irqsave(void)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rrxe_atomic_lock, flags);
+	return flags;
+}
+
+void rrxe_atomic_unlock_irqrestore(unsigned long flags)
+{
+	spin_unlock_irqrestore(&rrxe_atomic_lock, flags);
+}
+/* ---- end of memory / tables ---- */

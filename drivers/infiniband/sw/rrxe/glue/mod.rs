@@ -7,11 +7,11 @@
 
 pub(crate) mod bindings;
 pub(crate) mod global;
-pub(crate) mod keys;
 pub(crate) mod netdev;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rdma;
 pub(crate) mod sync;
 pub(crate) mod task;
+pub(crate) mod table;
 pub(crate) mod umem;

@@ -20,7 +20,7 @@ use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
 use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
 use super::queue;
 use super::sync::{IrqSpinLock, LockClass};
-use super::umem::Umem;
+use super::umem::{KernelMemory, Umem};
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
@@ -138,17 +138,25 @@ pub(crate) trait Driver: Sized + 'static {
     fn resize_cq(cq: &Cq<Self>, entries: u32, udata: Option<&mut UData>) -> Result<u32>;
     /// Moves up to `wc.len()` completions into `wc`; returns how many.
     fn poll_cq(cq: &Cq<Self>, wc: &mut [WorkCompletion]) -> Result<usize>;
-    /// Registers user memory pinned in `umem` at `iova`; returns the MR and its key (used
-    /// as both L_Key and R_Key).
+    /// Registers user memory pinned in `umem` (its first byte at `iova` in the MR's address
+    /// space) in protection domain `pd`; returns the MR and its key (used as both L_Key and
+    /// R_Key). The core has checked `access` (`ib_check_mr_access`).
     fn reg_user_mr(
         dev: &Device<Self>,
+        pd: PdId,
         umem: Umem,
         iova: u64,
         length: u64,
         access: i32,
     ) -> Result<(Self::Mr, u32)>;
-    /// Creates an MR covering all memory, for kernel consumers; returns it and its key.
-    fn get_dma_mr(dev: &Device<Self>, access: i32) -> Result<(Self::Mr, u32)>;
+    /// Creates an MR covering all kernel memory in kernel protection domain `pd`, for kernel
+    /// consumers; returns it and its key.
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        access: i32,
+    ) -> Result<(Self::Mr, u32)>;
     /// Destroys an MR.
     fn dereg_mr(dev: &Device<Self>, mr: Self::Mr);
     /// Arms the CQ's completion event; returns whether completions are already waiting
@@ -788,9 +796,10 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: a live PD of one of our devices, in a uverbs call of the owning process.
         let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
+        let pd = PdId::from_raw(ibpd);
         Self::new_mr(iova, length, || {
             let umem = Umem::get(dev, start, length, access)?;
-            T::reg_user_mr(dev, umem, iova, length, access)
+            T::reg_user_mr(dev, pd, umem, iova, length, access)
         })
         .unwrap_or_else(|e| e.to_ptr())
     }
@@ -804,7 +813,14 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: a live PD of one of our devices.
         let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
-        Self::new_mr(0, 0, || T::get_dma_mr(dev, access)).unwrap_or_else(|e| e.to_ptr())
+        let pd = PdId::from_raw(ibpd);
+        Self::new_mr(0, 0, || {
+            // SAFETY: the memory of a DMA MR is named by the kernel consumers of `pd` (only
+            // kernel PDs get one: uverbs has no command for it).
+            let memory = unsafe { KernelMemory::new() };
+            T::get_dma_mr(dev, pd, memory, access)
+        })
+        .unwrap_or_else(|e| e.to_ptr())
     }
 
     /// # Safety
@@ -1065,6 +1081,27 @@ impl<I, D> Object<I, D> {
 
 /// A protection domain (`struct ib_pd`) and the driver's state for it.
 pub(crate) type Pd<T> = Object<bindings::ib_pd, <T as Driver>::Pd>;
+
+/// The identity of a protection domain, which MRs, QPs and the like are checked against
+/// (the address of its `struct ib_pd`, unique while the PD exists; objects of a PD keep it
+/// alive, since the core refuses to deallocate a PD still in use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PdId(usize);
+
+impl PdId {
+    fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
+        Self(ibpd as usize)
+    }
+}
+
+impl<D> Object<bindings::ib_pd, D> {
+    /// This PD's identity.
+    #[allow(dead_code)] // used by the data path (QPs)
+    pub(crate) fn id(&self) -> PdId {
+        PdId::from_raw(self.ib.get())
+    }
+}
+
 /// A completion queue (`struct ib_cq`) and the driver's state for it.
 pub(crate) type Cq<T> = Object<bindings::ib_cq, <T as Driver>::Cq>;
 /// A work completion to deliver (IBA 11.4.2.1), numbered as the verbs layer numbers it.

@@ -17,6 +17,7 @@ pub mod opcode;
 pub mod packet;
 pub mod psn;
 pub mod qp;
+pub mod region;
 #[cfg(test)]
 mod sim;
 pub mod timer;
