@@ -5,6 +5,7 @@
 use crate::cq::{self, RrxeCq};
 use crate::glue::bindings as b;
 use crate::glue::keys::KeyTable;
+use crate::glue::net::{RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::{
     ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PortAttr, PortEvent,
@@ -34,6 +35,8 @@ pub(crate) struct RrxeDevice {
     mr_keys: Pin<KBox<KeyTable>>,
     /// Low byte of the next MR key.
     pub(crate) key_variant: AtomicU32,
+    /// Keeps the RoCEv2 UDP port open while the device exists.
+    _tunnel: TunnelRef,
 }
 
 /// State of one user context.
@@ -45,12 +48,29 @@ pub(crate) struct RrxePd;
 impl RrxeDevice {
     /// Device state for a new device over `netdev`.
     pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
+        let tunnel = TunnelRef::acquire::<Rrxe>().inspect_err(|e| {
+            if e.to_errno() == -b::RRXE_EADDRINUSE {
+                pr_err!(
+                    "{}: UDP port {} (RoCEv2) is in use, by rdma_rxe or another socket: EADDRINUSE\n",
+                    netdev.name(),
+                    b::RRXE_ROCE_V2_UDP_DPORT
+                );
+            } else {
+                pr_err!(
+                    "{}: opening UDP port {} (RoCEv2) failed: {:?}\n",
+                    netdev.name(),
+                    b::RRXE_ROCE_V2_UDP_DPORT,
+                    e
+                );
+            }
+        })?;
         Ok(Self {
             netdev: netdev.into(),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
             mr_keys: KBox::pin_init(KeyTable::new(), GFP_KERNEL)?,
             key_variant: AtomicU32::new(0),
+            _tunnel: tunnel,
         })
     }
 
@@ -62,6 +82,13 @@ impl RrxeDevice {
     /// The node GUID.
     pub(crate) fn guid(&self) -> u64 {
         self.guid
+    }
+}
+
+impl RxHandler for Rrxe {
+    fn receive(_netdev: &NetDevice, pkt: RxPacket) {
+        // No QPs yet: every valid packet is dropped here (and counted in rx_packets).
+        drop(pkt);
     }
 }
 

@@ -8,6 +8,7 @@
 pub(crate) mod bindings;
 pub(crate) mod global;
 pub(crate) mod keys;
+pub(crate) mod net;
 pub(crate) mod netdev;
 pub(crate) mod queue;
 pub(crate) mod rdma;
