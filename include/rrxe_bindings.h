@@ -44,3 +44,20 @@ const unsigned long RRXE_PAGE_SIZE = PAGE_SIZE;
 #include <linux/xarray.h>
 const xa_mark_t RRXE_XA_PRESENT = XA_PRESENT;
 /* ---- end of memory / tables ---- */
+
+/* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
+#include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+
+const u16 RRXE_ROCE_V2_UDP_DPORT = ROCE_V2_UDP_DPORT;
+const u16 RRXE_ETH_P_IP = ETH_P_IP;
+const u16 RRXE_ETH_P_IPV6 = ETH_P_IPV6;
+const int RRXE_NET_XMIT_DROP = NET_XMIT_DROP;
+const int RRXE_NET_XMIT_CN = NET_XMIT_CN;
+const int RRXE_EAFNOSUPPORT = EAFNOSUPPORT;
+const int RRXE_EADDRINUSE = EADDRINUSE;
+const int RRXE_EMSGSIZE = EMSGSIZE;
+const int RRXE_ENOBUFS = ENOBUFS;

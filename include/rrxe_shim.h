@@ -66,4 +66,41 @@ unsigned long rrxe_atomic_lock_irqsave(void);
 void rrxe_atomic_unlock_irqrestore(unsigned long flags);
 /* ---- end of memory / tables ---- */
 
+/* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
+struct dst_entry;
+struct in6_addr;
+struct net;
+struct sk_buff;
+struct sock;
+struct socket;
+
+void rrxe_tunnel_lock(void);
+void rrxe_tunnel_unlock(void);
+int rrxe_udp_sock_create(bool ipv6, u16 port, struct socket **sockp);
+int rrxe_setup_udp_tunnel_sock(struct socket *sock, int (*encap_rcv)(struct sock *, struct sk_buff *));
+struct net *rrxe_dev_net(const struct net_device *ndev);
+int rrxe_netdev_ifindex(const struct net_device *ndev);
+unsigned int rrxe_ll_reserved_space(const struct net_device *ndev);
+struct sk_buff *rrxe_alloc_skb_atomic(unsigned int size);
+void rrxe_kfree_skb(struct sk_buff *skb);
+void rrxe_consume_skb(struct sk_buff *skb);
+int rrxe_skb_linearize(struct sk_buff *skb);
+unsigned char *rrxe_skb_data(const struct sk_buff *skb);
+unsigned int rrxe_skb_len(const struct sk_buff *skb);
+int rrxe_skb_network_offset(const struct sk_buff *skb);
+u16 rrxe_skb_protocol(const struct sk_buff *skb);
+void rrxe_skb_set_protocol(struct sk_buff *skb, u16 protocol);
+struct net_device *rrxe_skb_dev(const struct sk_buff *skb);
+void rrxe_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
+void rrxe_skb_reserve(struct sk_buff *skb, unsigned int len);
+void rrxe_skb_reset_network_header(struct sk_buff *skb);
+void rrxe_skb_reset_transport_header(struct sk_buff *skb);
+void rrxe_skb_dst_drop(struct sk_buff *skb);
+void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
+void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb);
+int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
+		struct dst_entry **dstp);
+int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
+		struct dst_entry **dstp);
+
 #endif /* RRXE_SHIM_H */

@@ -8,9 +8,10 @@ use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
 use crate::glue::table::IndexTable;
 use crate::qp::{self, QpShared, RrxeQp};
 use crate::glue::bindings as b;
+use crate::glue::net::{self, RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::{
-    ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr, PortEvent,
+    find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr, PortEvent,
     PortImmutable, UData, WorkCompletion,
 };
 use crate::glue::table::IndexTable;
@@ -87,6 +88,8 @@ pub(crate) struct RrxeDevice {
     mrs: Pin<KBox<IndexTable<MrState>>>,
     /// Low byte of the next MR key.
     pub(crate) key_variant: AtomicU32,
+    /// Keeps the RoCEv2 UDP port open while the device exists.
+    _tunnel: TunnelRef,
 }
 
 /// State of one user context.
@@ -98,6 +101,22 @@ pub(crate) struct RrxePd;
 impl RrxeDevice {
     /// Device state for a new device over `netdev`.
     pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
+        let tunnel = TunnelRef::acquire::<Rrxe>().inspect_err(|e| {
+            if e.to_errno() == -b::RRXE_EADDRINUSE {
+                pr_err!(
+                    "{}: UDP port {} (RoCEv2) is in use, by rdma_rxe or another socket: EADDRINUSE\n",
+                    netdev.name(),
+                    b::RRXE_ROCE_V2_UDP_DPORT
+                );
+            } else {
+                pr_err!(
+                    "{}: opening UDP port {} (RoCEv2) failed: {:?}\n",
+                    netdev.name(),
+                    b::RRXE_ROCE_V2_UDP_DPORT,
+                    e
+                );
+            }
+        })?;
         let shared = Arc::pin_init(
             pin_init!(DeviceShared {
                 qps <- IndexTable::new(),
@@ -113,6 +132,7 @@ impl RrxeDevice {
             port_active: AtomicBool::new(port_is_active(netdev)),
             mrs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
             key_variant: AtomicU32::new(0),
+            _tunnel: tunnel,
         })
     }
 
@@ -134,6 +154,24 @@ impl RrxeDevice {
     /// The netdev the port runs over.
     pub(crate) fn netdev(&self) -> &NetDevice {
         &self.netdev
+    }
+}
+
+impl RxHandler for Rrxe {
+    fn receive(netdev: &NetDevice, pkt: RxPacket) {
+        let Some(shared) = find_rx_state::<Rrxe>(netdev) else {
+            net::counters().count_no_device();
+            pkt.discard();
+            return;
+        };
+        // The BTH's destination QP (IBA 9.2, bytes 5..8); the task parses the rest.
+        let Some(&[_, _, _, _, _, q0, q1, q2]) = pkt.payload().first_chunk::<8>() else {
+            shared.counters.rx_malformed.inc();
+            pkt.discard();
+            return;
+        };
+        let qpn = u32::from_be_bytes([0, q0, q1, q2]);
+        qp::deliver(&shared, qpn, pkt);
     }
 }
 

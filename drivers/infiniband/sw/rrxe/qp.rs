@@ -456,7 +456,7 @@ impl QpContext {
                 break;
             };
             budget -= 1;
-            match packet::parse(pkt.udp_payload(), Some(pmtu + 64)) {
+            match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
                 Ok(p) => self.engine.handle_packet(now, &p, &mut io),
                 Err(_) => dev.shared().counters.rx_malformed.inc(),
             }
@@ -535,9 +535,15 @@ impl QpContext {
 /// Sends one packet along `av`; traffic to this device's own address takes the loopback
 /// path, everything else the netdev's IP stack.
 fn send(dev: &RrxeDevice, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
-    let path = net::TxPath::from_gids(&av.sgid, &av.dgid, udp_source_port(qpn, av), av.traffic_class, av.hop_limit);
+    let path = net::TxPath {
+        src: net::IpAddr::from_octets(av.sgid),
+        dst: net::IpAddr::from_octets(av.dgid),
+        src_port: udp_source_port(qpn, av),
+        tclass: av.traffic_class,
+        hop_limit: av.hop_limit,
+    };
     let result = if av.sgid == av.dgid {
-        net::loopback(dev.netdev(), &path, pkt)
+        net::loopback::<Rrxe>(dev.netdev(), &path, pkt)
     } else {
         net::transmit(dev.netdev(), &path, pkt)
     };

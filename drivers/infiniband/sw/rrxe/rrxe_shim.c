@@ -11,6 +11,13 @@
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <linux/mutex.h>
+#include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -226,3 +233,198 @@ void rrxe_atomic_unlock_irqrestore(unsigned long flags)
 	spin_unlock_irqrestore(&rrxe_atomic_lock, flags);
 }
 /* ---- end of memory / tables ---- */
+
+/* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
+
+/* Serialises opening and closing the RoCEv2 UDP sockets (glue/net.rs, Tunnel). */
+static DEFINE_MUTEX(rrxe_tunnel_mutex);
+
+void rrxe_tunnel_lock(void)
+{
+	mutex_lock(&rrxe_tunnel_mutex);
+}
+
+void rrxe_tunnel_unlock(void)
+{
+	mutex_unlock(&rrxe_tunnel_mutex);
+}
+
+/*
+ * A kernel UDP socket in init_net bound to the wildcard address on @port (host order); the
+ * IPv6 one is v6-only so that an IPv4 socket can share the port, and accepts zero UDP
+ * checksums (rdma_rxe sends them). udp_sock_create() is a static inline and its config has
+ * bitfields, hence this forward.
+ */
+int rrxe_udp_sock_create(bool ipv6, u16 port, struct socket **sockp)
+{
+	struct udp_port_cfg cfg = {};
+
+	cfg.family = ipv6 ? AF_INET6 : AF_INET;
+	cfg.ipv6_v6only = ipv6;
+	cfg.local_udp_port = htons(port);
+	return udp_sock_create(&init_net, &cfg, sockp);
+}
+
+int rrxe_setup_udp_tunnel_sock(struct socket *sock, int (*encap_rcv)(struct sock *, struct sk_buff *))
+{
+	struct udp_tunnel_sock_cfg cfg = {};
+
+	cfg.encap_type = 1;
+	cfg.encap_rcv = encap_rcv;
+	setup_udp_tunnel_sock(&init_net, sock, &cfg);
+	return 0;
+}
+
+struct net *rrxe_dev_net(const struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+int rrxe_netdev_ifindex(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->ifindex);
+}
+
+unsigned int rrxe_ll_reserved_space(const struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev);
+}
+
+struct sk_buff *rrxe_alloc_skb_atomic(unsigned int size)
+{
+	return alloc_skb(size, GFP_ATOMIC);
+}
+
+void rrxe_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void rrxe_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+/* 0 or -ENOMEM; pulls with GFP_ATOMIC. */
+int rrxe_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+unsigned char *rrxe_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int rrxe_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+int rrxe_skb_network_offset(const struct sk_buff *skb)
+{
+	return skb_network_offset(skb);
+}
+
+/* skb->protocol in host order. */
+u16 rrxe_skb_protocol(const struct sk_buff *skb)
+{
+	return ntohs(skb->protocol);
+}
+
+void rrxe_skb_set_protocol(struct sk_buff *skb, u16 protocol)
+{
+	skb->protocol = htons(protocol);
+}
+
+struct net_device *rrxe_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+void rrxe_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
+{
+	skb->dev = ndev;
+}
+
+void rrxe_skb_reserve(struct sk_buff *skb, unsigned int len)
+{
+	skb_reserve(skb, len);
+}
+
+void rrxe_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void rrxe_skb_reset_transport_header(struct sk_buff *skb)
+{
+	skb_reset_transport_header(skb);
+}
+
+void rrxe_skb_dst_drop(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+}
+
+/* Hands the caller's reference on @dst to @skb. */
+void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_dst_set(skb, dst);
+}
+
+/* Picks the IPv4 ID of the header at the skb's network header. */
+void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb)
+{
+	__ip_select_ident(net, ip_hdr(skb), 1);
+}
+
+/* Route for an IPv4 RoCEv2 packet leaving through @oif; addresses in network order. */
+int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
+		struct dst_entry **dstp)
+{
+	struct flowi4 fl = {};
+	struct rtable *rt;
+
+	fl.flowi4_oif = oif;
+	fl.flowi4_proto = IPPROTO_UDP;
+	fl.flowi4_tos = tos & INET_DSCP_MASK;
+	memcpy(&fl.saddr, saddr, 4);
+	memcpy(&fl.daddr, daddr, 4);
+	fl.fl4_sport = 0;
+	fl.fl4_dport = htons(ROCE_V2_UDP_DPORT);
+	rt = ip_route_output_key(net, &fl);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	*dstp = &rt->dst;
+	return 0;
+}
+
+/* Route for an IPv6 RoCEv2 packet leaving through @oif. */
+int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
+		struct dst_entry **dstp)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+	int err;
+
+	fl6.flowi6_oif = oif;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	memcpy(&fl6.saddr, saddr, 16);
+	memcpy(&fl6.daddr, daddr, 16);
+	fl6.fl6_dport = htons(ROCE_V2_UDP_DPORT);
+	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
+	err = dst->error;
+	if (err) {
+		dst_release(dst);
+		return err;
+	}
+	*dstp = dst;
+	return 0;
+#else
+	return -EAFNOSUPPORT;
+#endif
+}

@@ -7,6 +7,7 @@
 
 pub(crate) mod bindings;
 pub(crate) mod global;
+pub(crate) mod net;
 pub(crate) mod netdev;
 pub(crate) mod qp;
 pub(crate) mod queue;

@@ -1,0 +1,928 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RoCEv2 wire: the kernel UDP sockets on port 4791 and the skbs sent and received on
+//! them.
+//!
+//! - [`TunnelRef`]: a counted reference to the IPv4 and IPv6 UDP tunnel sockets of init_net;
+//!   the first reference opens them, dropping the last closes them.
+//! - RX: the sockets' `encap_rcv` runs in softirq, checks the IP and UDP lengths and the ICRC
+//!   and hands each valid packet to an [`RxHandler`] as an owned [`RxPacket`].
+//! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
+//!   ICRC and sends it through the IP stack; [`loopback`] builds the same packet and hands it
+//!   straight to the receive path.
+//!
+//! Every outcome is counted in [`WireCounters`] (see [`counters`]).
+
+use super::bindings;
+use super::netdev::NetDevice;
+use crate::transport::icrc::{self, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
+use core::cell::UnsafeCell;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::error::to_result;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+use kernel::types::ARef;
+
+const IPV4_HEADER_LEN: usize = icrc::IPV4_HEADER_LEN;
+const IPV6_HEADER_LEN: usize = icrc::IPV6_HEADER_LEN;
+/// Base Transport Header size: the smallest RoCEv2 packet is a BTH and the ICRC.
+const BTH_LEN: usize = 12;
+const MIN_UDP_LEN: usize = UDP_HEADER_LEN + BTH_LEN + ICRC_LEN;
+const IPPROTO_UDP: u8 = 17;
+/// IPv4 "Don't Fragment", in the flags/fragment-offset field.
+#[allow(dead_code)] // used once QPs land
+const IP_DF: u16 = 0x4000;
+
+// ---------------------------------------------------------------------------------------
+// Addresses and counters
+// ---------------------------------------------------------------------------------------
+
+/// An IP address as a 16-byte IPv6 address, IPv4 addresses in their IPv4-mapped form
+/// (`::ffff:a.b.c.d`) as RoCEv2 GIDs carry them (IBA A17.8).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct IpAddr([u8; 16]);
+
+#[allow(dead_code)] // used once QPs land
+impl IpAddr {
+    /// The IPv4-mapped form of `addr`.
+    pub(crate) const fn from_v4(addr: [u8; 4]) -> Self {
+        Self([
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, addr[0], addr[1], addr[2], addr[3],
+        ])
+    }
+
+    /// An address from its 16 bytes (a GID); IPv4-mapped bytes mean an IPv4 address.
+    pub(crate) const fn from_octets(octets: [u8; 16]) -> Self {
+        Self(octets)
+    }
+
+    /// The 16 bytes (the RoCEv2 GID of the address).
+    pub(crate) const fn octets(&self) -> [u8; 16] {
+        self.0
+    }
+
+    /// Whether this is an IPv4-mapped address.
+    pub(crate) fn is_v4(&self) -> bool {
+        self.0[..10].iter().all(|&b| b == 0) && self.0[10] == 0xff && self.0[11] == 0xff
+    }
+
+    /// The IPv4 address, if this is an IPv4-mapped one.
+    pub(crate) fn v4(&self) -> Option<[u8; 4]> {
+        if self.is_v4() {
+            Some([self.0[12], self.0[13], self.0[14], self.0[15]])
+        } else {
+            None
+        }
+    }
+}
+
+/// Packet counters of the wire path, module-wide (the tunnel is shared by all devices).
+pub(crate) struct WireCounters {
+    /// Packets handed to the [`RxHandler`] (from the wire or [`loopback`]).
+    pub(crate) rx_packets: AtomicU64,
+    /// Packets whose ICRC did not match.
+    pub(crate) rx_bad_icrc: AtomicU64,
+    /// Packets too short for a BTH and an ICRC, or shorter than their UDP length says.
+    pub(crate) rx_truncated: AtomicU64,
+    /// Packets with IP headers RoCEv2 does not use (IPv4 options, IPv6 extension headers) or
+    /// whose IP and UDP lengths disagree.
+    pub(crate) rx_malformed: AtomicU64,
+    /// Packets dropped because their skb could not be made linear (no memory).
+    pub(crate) rx_nomem: AtomicU64,
+    /// Packets the handler found no device or QP for (counted by the handler).
+    pub(crate) rx_no_device: AtomicU64,
+    /// Packets sent (handed to the IP stack or looped back).
+    pub(crate) tx_packets: AtomicU64,
+    /// Packets that could not be sent (no route, no memory, dropped by the stack).
+    pub(crate) tx_errors: AtomicU64,
+}
+
+/// A copy of the [`WireCounters`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WireStats {
+    pub(crate) rx_packets: u64,
+    pub(crate) rx_bad_icrc: u64,
+    pub(crate) rx_truncated: u64,
+    pub(crate) rx_malformed: u64,
+    pub(crate) rx_nomem: u64,
+    pub(crate) rx_no_device: u64,
+    pub(crate) tx_packets: u64,
+    pub(crate) tx_errors: u64,
+}
+
+impl WireCounters {
+    const fn new() -> Self {
+        Self {
+            rx_packets: AtomicU64::new(0),
+            rx_bad_icrc: AtomicU64::new(0),
+            rx_truncated: AtomicU64::new(0),
+            rx_malformed: AtomicU64::new(0),
+            rx_nomem: AtomicU64::new(0),
+            rx_no_device: AtomicU64::new(0),
+            tx_packets: AtomicU64::new(0),
+            tx_errors: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one packet the handler had no device for.
+    #[allow(dead_code)] // used once QPs land
+    pub(crate) fn count_no_device(&self) {
+        bump(&self.rx_no_device);
+    }
+
+    /// The current values.
+    pub(crate) fn snapshot(&self) -> WireStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WireStats {
+            rx_packets: get(&self.rx_packets),
+            rx_bad_icrc: get(&self.rx_bad_icrc),
+            rx_truncated: get(&self.rx_truncated),
+            rx_malformed: get(&self.rx_malformed),
+            rx_nomem: get(&self.rx_nomem),
+            rx_no_device: get(&self.rx_no_device),
+            tx_packets: get(&self.tx_packets),
+            tx_errors: get(&self.tx_errors),
+        }
+    }
+}
+
+/// The kernel error for a positive errno constant from the bindings.
+#[allow(dead_code)] // used once QPs land
+fn errno(e: c_int) -> Error {
+    Error::from_errno(-e)
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+static COUNTERS: WireCounters = WireCounters::new();
+
+/// The wire path's counters.
+#[allow(dead_code)] // used once QPs land
+pub(crate) fn counters() -> &'static WireCounters {
+    &COUNTERS
+}
+
+// ---------------------------------------------------------------------------------------
+// Owned skbs
+// ---------------------------------------------------------------------------------------
+
+/// An skb this code owns; dropping it frees it as a drop (`kfree_skb`).
+struct Skb(NonNull<bindings::sk_buff>);
+
+impl Skb {
+    /// Takes ownership of `skb`.
+    ///
+    /// # Safety
+    ///
+    /// `skb` must be a live skb whose reference the caller hands over.
+    unsafe fn from_raw(skb: *mut bindings::sk_buff) -> Option<Self> {
+        NonNull::new(skb).map(Self)
+    }
+
+    /// A new skb with `headroom` bytes reserved and room for `len` more (GFP_ATOMIC).
+    #[allow(dead_code)] // used once QPs land
+    fn alloc(headroom: u32, len: u32) -> Result<Self> {
+        let size = headroom.checked_add(len).ok_or(EINVAL)?;
+        // SAFETY: allocation has no preconditions; GFP_ATOMIC does not sleep.
+        let raw = unsafe { bindings::rrxe_alloc_skb_atomic(size) };
+        let skb = NonNull::new(raw).map(Self).ok_or(ENOMEM)?;
+        // SAFETY: a fresh skb is empty with `size` bytes of tailroom.
+        unsafe { bindings::rrxe_skb_reserve(skb.as_raw(), headroom) };
+        Ok(skb)
+    }
+
+    fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+
+    /// Gives up ownership without freeing.
+    fn into_raw(self) -> *mut bindings::sk_buff {
+        let raw = self.as_raw();
+        core::mem::forget(self);
+        raw
+    }
+
+    fn len(&self) -> usize {
+        // SAFETY: we own a live skb.
+        unsafe { bindings::rrxe_skb_len(self.as_raw()) as usize }
+    }
+
+    fn data(&self) -> *mut u8 {
+        // SAFETY: we own a live skb.
+        unsafe { bindings::rrxe_skb_data(self.as_raw()) }
+    }
+
+    /// The linear data, from `skb->data` on. Only valid on a linear skb.
+    fn linear_data(&self) -> &[u8] {
+        // SAFETY: callers linearized the skb (or built it linear), so `len` bytes from `data`
+        // are in the head; nothing writes to them while we hold `&self`.
+        unsafe { core::slice::from_raw_parts(self.data(), self.len()) }
+    }
+
+    /// Appends `len` bytes and returns them.
+    #[allow(dead_code)] // used once QPs land
+    fn put(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: the skb was allocated with tailroom for the whole packet (see `alloc`), and
+        // `skb_put` returns `len` writable bytes.
+        unsafe {
+            let p = bindings::skb_put(self.as_raw(), len as u32);
+            core::slice::from_raw_parts_mut(p.cast::<u8>(), len)
+        }
+    }
+
+    /// Prepends `len` bytes and returns them.
+    #[allow(dead_code)] // used once QPs land
+    fn push(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: the skb was allocated with headroom for every header pushed (see `build`);
+        // `skb_push` returns `len` writable bytes.
+        unsafe {
+            let p = bindings::skb_push(self.as_raw(), len as u32);
+            core::slice::from_raw_parts_mut(p.cast::<u8>(), len)
+        }
+    }
+
+    /// Whether the bytes from `skb->data` to the end are in the linear head; makes them so.
+    fn linearize(&mut self) -> Result {
+        // SAFETY: we own the skb; skb_linearize allocates with GFP_ATOMIC.
+        to_result(unsafe { bindings::rrxe_skb_linearize(self.as_raw()) })
+    }
+
+    /// Bytes from the network header to `skb->data`.
+    fn network_header_len(&self) -> Option<usize> {
+        // SAFETY: we own a live skb.
+        let off = unsafe { bindings::rrxe_skb_network_offset(self.as_raw()) };
+        usize::try_from(-(off as isize)).ok()
+    }
+}
+
+impl Drop for Skb {
+    fn drop(&mut self) {
+        // SAFETY: we own the skb.
+        unsafe { bindings::rrxe_kfree_skb(self.as_raw()) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Received packets
+// ---------------------------------------------------------------------------------------
+
+/// Receives valid RoCEv2 packets.
+pub(crate) trait RxHandler: 'static {
+    /// Handles `pkt`, received on `netdev` (the skb's device; it may be a VLAN).
+    ///
+    /// Called in softirq for packets from the wire, and in the caller's context for
+    /// [`loopback`]: must not sleep. Never called once the last [`TunnelRef`] is dropped,
+    /// except by [`loopback`].
+    fn receive(netdev: &NetDevice, pkt: RxPacket);
+}
+
+/// A received RoCEv2 packet whose lengths and ICRC were checked; owns its skb (freed when
+/// dropped) and a reference to the device it came in on.
+#[allow(dead_code)] // used once QPs land
+pub(crate) struct RxPacket {
+    skb: NonNull<bindings::sk_buff>,
+    netdev: ARef<NetDevice>,
+    /// BTH through pad, inside the skb's linear head.
+    payload: NonNull<u8>,
+    payload_len: usize,
+    src: IpAddr,
+    dst: IpAddr,
+    src_port: u16,
+}
+
+// SAFETY: the skb is owned exclusively (its dst, which may be an RCU-only reference, was
+// dropped on reception) and can be freed from any context; the payload pointer points into
+// it and is only read. The netdev reference is Send.
+unsafe impl Send for RxPacket {}
+// SAFETY: `&RxPacket` only reads immutable data.
+unsafe impl Sync for RxPacket {}
+
+#[allow(dead_code)] // used once QPs land
+impl RxPacket {
+    /// The transport packet: BTH through pad (the ICRC excluded).
+    pub(crate) fn payload(&self) -> &[u8] {
+        // SAFETY: `payload_len` bytes at `payload` are in the linear head of the skb we own,
+        // which nothing changes until it is freed in `drop`.
+        unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len) }
+    }
+
+    /// The UDP payload: BTH through pad, then the (verified) ICRC, as the transport's
+    /// packet parser takes it.
+    pub(crate) fn bth_to_icrc(&self) -> &[u8] {
+        // SAFETY: the ICRC follows the payload in the linear head (the whole UDP payload
+        // was pulled into it before the ICRC was checked), which we own.
+        unsafe {
+            core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN)
+        }
+    }
+
+    /// The source IP address.
+    pub(crate) fn src_ip(&self) -> IpAddr {
+        self.src
+    }
+
+    /// The destination IP address.
+    pub(crate) fn dst_ip(&self) -> IpAddr {
+        self.dst
+    }
+
+    /// The UDP source port (the sender's flow entropy).
+    pub(crate) fn src_port(&self) -> u16 {
+        self.src_port
+    }
+
+    /// The device the packet arrived on.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.netdev
+    }
+
+    /// Frees the packet as a drop (`kfree_skb`, visible to drop monitors) rather than as a
+    /// consumed packet.
+    pub(crate) fn discard(self) {
+        let skb = self.skb;
+        // Dropping the other fields (the netdev reference) without running our Drop.
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again; the netdev reference is dropped exactly once.
+        drop(unsafe { ptr::read(&this.netdev) });
+        // SAFETY: we own the skb.
+        unsafe { bindings::rrxe_kfree_skb(skb.as_ptr()) };
+    }
+}
+
+impl Drop for RxPacket {
+    fn drop(&mut self) {
+        // SAFETY: we own the skb.
+        unsafe { bindings::rrxe_consume_skb(self.skb.as_ptr()) };
+    }
+}
+
+/// Why a packet was dropped.
+enum RxDrop {
+    Truncated,
+    Malformed,
+    NoMem,
+    BadIcrc,
+}
+
+impl RxDrop {
+    fn count(self) {
+        bump(match self {
+            Self::Truncated => &COUNTERS.rx_truncated,
+            Self::Malformed => &COUNTERS.rx_malformed,
+            Self::NoMem => &COUNTERS.rx_nomem,
+            Self::BadIcrc => &COUNTERS.rx_bad_icrc,
+        });
+    }
+}
+
+/// Checks a packet whose `skb->data` is its UDP header, with its network header set, and
+/// turns it into an [`RxPacket`] for `netdev`.
+fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxDrop> {
+    skb.linearize().map_err(|_| RxDrop::NoMem)?;
+    let ip_len = skb.network_header_len().ok_or(RxDrop::Malformed)?;
+    // SAFETY: we own the skb.
+    let protocol = unsafe { bindings::rrxe_skb_protocol(skb.as_raw()) };
+    let data = skb.data();
+    let len = skb.len();
+    // SAFETY: the network header precedes `data` by `ip_len` bytes in the same linear
+    // buffer (the IP layer pulled it, or `build` pushed it).
+    let ip = unsafe { core::slice::from_raw_parts(data.sub(ip_len), ip_len) };
+    let udp_and_rest = skb.linear_data();
+
+    let (udp, rest) = udp_and_rest
+        .split_first_chunk::<UDP_HEADER_LEN>()
+        .ok_or(RxDrop::Truncated)?;
+    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    if udp_len < MIN_UDP_LEN || udp_len > len {
+        return Err(RxDrop::Truncated);
+    }
+    let udp_payload = &rest[..udp_len - UDP_HEADER_LEN];
+
+    let (header, src, dst) = if protocol == bindings::RRXE_ETH_P_IP {
+        let v4: &[u8; IPV4_HEADER_LEN] = ip.try_into().map_err(|_| RxDrop::Malformed)?;
+        let total = usize::from(u16::from_be_bytes([v4[2], v4[3]]));
+        if v4[0] != 0x45 || v4[9] != IPPROTO_UDP || total != IPV4_HEADER_LEN + udp_len {
+            return Err(RxDrop::Malformed);
+        }
+        (
+            IpHeader::V4(v4),
+            IpAddr::from_v4([v4[12], v4[13], v4[14], v4[15]]),
+            IpAddr::from_v4([v4[16], v4[17], v4[18], v4[19]]),
+        )
+    } else if protocol == bindings::RRXE_ETH_P_IPV6 {
+        let v6: &[u8; IPV6_HEADER_LEN] = ip.try_into().map_err(|_| RxDrop::Malformed)?;
+        let payload_len = usize::from(u16::from_be_bytes([v6[4], v6[5]]));
+        if v6[0] >> 4 != 6 || v6[6] != IPPROTO_UDP || payload_len != udp_len {
+            return Err(RxDrop::Malformed);
+        }
+        let mut s = [0u8; 16];
+        let mut d = [0u8; 16];
+        s.copy_from_slice(&v6[8..24]);
+        d.copy_from_slice(&v6[24..40]);
+        (
+            IpHeader::V6(v6),
+            IpAddr::from_octets(s),
+            IpAddr::from_octets(d),
+        )
+    } else {
+        return Err(RxDrop::Malformed);
+    };
+
+    match icrc::verify(header, udp, udp_payload) {
+        Ok(()) => {}
+        Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
+        Err(_) => return Err(RxDrop::Truncated),
+    }
+
+    let src_port = u16::from_be_bytes([udp[0], udp[1]]);
+    let payload_len = udp_payload.len() - ICRC_LEN;
+    let payload = NonNull::from(udp_payload).cast::<u8>();
+    // SAFETY: we own the skb. On reception its dst may be a reference valid only inside the
+    // RCU read-side section of the receive path; the packet outlives that, and needs none.
+    unsafe { bindings::rrxe_skb_dst_drop(skb.as_raw()) };
+    Ok(RxPacket {
+        skb: NonNull::new(skb.into_raw()).ok_or(RxDrop::Malformed)?,
+        netdev: netdev.into(),
+        payload,
+        payload_len,
+        src,
+        dst,
+        src_port,
+    })
+}
+
+/// Checks `skb` and hands it to `H`, counting the outcome.
+fn deliver<H: RxHandler>(skb: Skb, netdev: &NetDevice) {
+    match parse(skb, netdev) {
+        Ok(pkt) => {
+            bump(&COUNTERS.rx_packets);
+            H::receive(netdev, pkt);
+        }
+        Err(why) => why.count(),
+    }
+}
+
+/// The sockets' `encap_rcv`.
+///
+/// # Safety
+///
+/// Called by the UDP receive path in softirq, inside an RCU read-side section, with an skb
+/// it hands over whose `data` is the UDP header.
+unsafe extern "C" fn encap_rcv<H: RxHandler>(
+    _sk: *mut bindings::sock,
+    skb: *mut bindings::sk_buff,
+) -> c_int {
+    // SAFETY: the UDP layer passes us its reference on the skb (we return 0: consumed).
+    let Some(skb) = (unsafe { Skb::from_raw(skb) }) else {
+        return 0;
+    };
+    // SAFETY: skb->dev of a received skb is the live receiving device; it stays alive for the
+    // softirq (netdevs are freed after an RCU grace period), and `RxPacket` takes its own
+    // reference before the skb outlives this call.
+    let dev = unsafe { bindings::rrxe_skb_dev(skb.as_raw()) };
+    if dev.is_null() {
+        RxDrop::Malformed.count();
+        return 0;
+    }
+    // SAFETY: as above.
+    let netdev = unsafe { NetDevice::from_raw(dev) };
+    deliver::<H>(skb, netdev);
+    0
+}
+
+// ---------------------------------------------------------------------------------------
+// The tunnel sockets
+// ---------------------------------------------------------------------------------------
+
+type EncapRcv = unsafe extern "C" fn(*mut bindings::sock, *mut bindings::sk_buff) -> c_int;
+
+struct TunnelState {
+    users: usize,
+    sk4: *mut bindings::socket,
+    /// Null when IPv6 is not available.
+    sk6: *mut bindings::socket,
+    /// The handler's `encap_rcv` the sockets were opened with.
+    encap: Option<EncapRcv>,
+}
+
+/// The tunnel state behind the C mutex `rrxe_tunnel_mutex` (a sleeping lock: sockets are
+/// created and released under it).
+struct TunnelCell(UnsafeCell<TunnelState>);
+
+// SAFETY: the state is only reached through `TunnelCell::lock`, which holds the mutex.
+unsafe impl Sync for TunnelCell {}
+
+static TUNNEL: TunnelCell = TunnelCell(UnsafeCell::new(TunnelState {
+    users: 0,
+    sk4: ptr::null_mut(),
+    sk6: ptr::null_mut(),
+    encap: None,
+}));
+
+struct TunnelGuard(PhantomData<*mut ()>);
+
+impl TunnelCell {
+    fn lock(&self) -> TunnelGuard {
+        // SAFETY: a statically initialised mutex; process context (callers may sleep).
+        unsafe { bindings::rrxe_tunnel_lock() };
+        TunnelGuard(PhantomData)
+    }
+}
+
+impl core::ops::Deref for TunnelGuard {
+    type Target = TunnelState;
+    fn deref(&self) -> &TunnelState {
+        // SAFETY: the guard holds the mutex.
+        unsafe { &*TUNNEL.0.get() }
+    }
+}
+
+impl core::ops::DerefMut for TunnelGuard {
+    fn deref_mut(&mut self) -> &mut TunnelState {
+        // SAFETY: the guard holds the mutex, so access is exclusive.
+        unsafe { &mut *TUNNEL.0.get() }
+    }
+}
+
+impl Drop for TunnelGuard {
+    fn drop(&mut self) {
+        // SAFETY: the guard holds the mutex.
+        unsafe { bindings::rrxe_tunnel_unlock() };
+    }
+}
+
+/// Opens one tunnel socket.
+fn open_socket(ipv6: bool, encap: EncapRcv) -> Result<*mut bindings::socket> {
+    let mut sock = ptr::null_mut();
+    // SAFETY: `sock` is a valid out pointer; process context.
+    to_result(unsafe {
+        bindings::rrxe_udp_sock_create(ipv6, bindings::RRXE_ROCE_V2_UDP_DPORT, &mut sock)
+    })?;
+    // SAFETY: `sock` is the UDP socket just created; `encap` stays valid while the module is
+    // loaded, and the socket is released (see `close_socket`) before the module goes away,
+    // since every `TunnelRef` is dropped before then.
+    unsafe { bindings::rrxe_setup_udp_tunnel_sock(sock, Some(encap)) };
+    Ok(sock)
+}
+
+/// Releases one tunnel socket.
+///
+/// # Safety
+///
+/// `sock` must come from `open_socket` and not be released yet.
+unsafe fn close_socket(sock: *mut bindings::socket) {
+    // SAFETY: per the function contract. udp_tunnel_sock_release clears sk_user_data, waits
+    // for an RCU grace period, then shuts the socket down and releases it (unhashing it).
+    unsafe { bindings::udp_tunnel_sock_release(sock) };
+}
+
+/// A reference to the RoCEv2 UDP sockets (port 4791, IPv4 and IPv6, in init_net).
+///
+/// The first reference opens the sockets, the last one closes them; while any is held,
+/// packets arriving on the port go to the [`RxHandler`] the first one was acquired with.
+pub(crate) struct TunnelRef {
+    _not_send_sync_by_default: PhantomData<()>,
+}
+
+impl TunnelRef {
+    /// Takes a reference, opening the sockets if there were none; process context.
+    ///
+    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port, and with
+    /// `EINVAL` if the sockets are open for another handler.
+    pub(crate) fn acquire<H: RxHandler>() -> Result<Self> {
+        let encap: EncapRcv = encap_rcv::<H>;
+        let mut state = TUNNEL.lock();
+        if state.users > 0 {
+            // Compare the handlers by address: one driver, one handler.
+            if state.encap.map(|f| f as usize) != Some(encap as usize) {
+                return Err(EINVAL);
+            }
+            state.users += 1;
+            return Ok(Self {
+                _not_send_sync_by_default: PhantomData,
+            });
+        }
+        let sk4 = open_socket(false, encap)?;
+        let sk6 = match open_socket(true, encap) {
+            Ok(sk6) => sk6,
+            Err(e) if e.to_errno() == -bindings::RRXE_EAFNOSUPPORT => {
+                pr_warn!("IPv6 is not available; RoCEv2 over IPv4 only\n");
+                ptr::null_mut()
+            }
+            Err(e) => {
+                // SAFETY: opened above, not published.
+                unsafe { close_socket(sk4) };
+                synchronize_rcu();
+                return Err(e);
+            }
+        };
+        state.sk4 = sk4;
+        state.sk6 = sk6;
+        state.encap = Some(encap);
+        state.users = 1;
+        Ok(Self {
+            _not_send_sync_by_default: PhantomData,
+        })
+    }
+}
+
+/// Waits until every RCU read-side section that began before has ended: the UDP receive
+/// path runs `encap_rcv` inside one (softirq, under `rcu_read_lock` in IP delivery).
+fn synchronize_rcu() {
+    // SAFETY: process context; no locks held that an RCU callback could need.
+    unsafe { bindings::synchronize_rcu() };
+}
+
+// The reference is a count in a global protected by a mutex; it may be dropped from any
+// process context.
+// SAFETY: see above.
+unsafe impl Send for TunnelRef {}
+// SAFETY: `&TunnelRef` allows nothing.
+unsafe impl Sync for TunnelRef {}
+
+impl Drop for TunnelRef {
+    /// Closes the sockets with the last reference; process context (sleeps).
+    ///
+    /// No `encap_rcv` runs once this returns: `udp_tunnel_sock_release` waits for a grace
+    /// period and then unhashes the socket, but a receiver that looked the socket up before
+    /// the unhash (in an RCU read-side section) may still call `encap_rcv` on it after the
+    /// release returned (the socket itself is RCU-freed, so that is memory safe). A second
+    /// grace period after the release waits such receivers out, so that the caller (device
+    /// teardown, ultimately module exit) may free what the handler uses.
+    fn drop(&mut self) {
+        let mut state = TUNNEL.lock();
+        state.users -= 1;
+        if state.users > 0 {
+            return;
+        }
+        let sk4 = core::mem::take(&mut state.sk4);
+        let sk6 = core::mem::take(&mut state.sk6);
+        state.encap = None;
+        if !sk6.is_null() {
+            // SAFETY: opened by `acquire`, taken out of the state above.
+            unsafe { close_socket(sk6) };
+        }
+        // SAFETY: as above.
+        unsafe { close_socket(sk4) };
+        synchronize_rcu();
+        let s = COUNTERS.snapshot();
+        pr_info!(
+            "RoCEv2 UDP port {} closed; rx {} (bad icrc {}, truncated {}, malformed {}, nomem {}, no device {}), tx {} (errors {})\n",
+            bindings::RRXE_ROCE_V2_UDP_DPORT,
+            s.rx_packets,
+            s.rx_bad_icrc,
+            s.rx_truncated,
+            s.rx_malformed,
+            s.rx_nomem,
+            s.rx_no_device,
+            s.tx_packets,
+            s.tx_errors
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Transmit
+// ---------------------------------------------------------------------------------------
+
+/// Where a packet goes.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)] // used once QPs land
+pub(crate) struct TxPath {
+    /// Source address (one of the netdev's, from the source GID).
+    pub(crate) src: IpAddr,
+    /// Destination address; of the same family as `src`.
+    pub(crate) dst: IpAddr,
+    /// UDP source port (flow entropy); the destination port is 4791.
+    pub(crate) src_port: u16,
+    /// IPv4 TOS / IPv6 Traffic Class (DSCP and ECN).
+    pub(crate) tclass: u8,
+    /// IPv4 TTL / IPv6 Hop Limit.
+    pub(crate) hop_limit: u8,
+}
+
+/// A route (`struct dst_entry` reference).
+#[allow(dead_code)] // used once QPs land
+struct Dst(NonNull<bindings::dst_entry>);
+
+impl Drop for Dst {
+    fn drop(&mut self) {
+        // SAFETY: we own a reference.
+        unsafe { bindings::dst_release(self.0.as_ptr()) };
+    }
+}
+
+#[allow(dead_code)] // used once QPs land
+fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
+    let mut dst = ptr::null_mut();
+    // SAFETY: the netdev is live.
+    let (net, oif) = unsafe {
+        (
+            bindings::rrxe_dev_net(netdev.as_raw()),
+            bindings::rrxe_netdev_ifindex(netdev.as_raw()),
+        )
+    };
+    let (s, d) = (path.src.octets(), path.dst.octets());
+    let ret = match (path.src.v4(), path.dst.v4()) {
+        // SAFETY: the addresses are 4 readable bytes each, `dst` a valid out pointer.
+        (Some(s4), Some(d4)) => unsafe {
+            bindings::rrxe_route4(net, oif, s4.as_ptr(), d4.as_ptr(), path.tclass, &mut dst)
+        },
+        // SAFETY: the addresses are 16 readable bytes each, `dst` a valid out pointer.
+        (None, None) => unsafe {
+            bindings::rrxe_route6(net, oif, s.as_ptr(), d.as_ptr(), &mut dst)
+        },
+        _ => return Err(EINVAL),
+    };
+    to_result(ret)?;
+    NonNull::new(dst).map(Dst).ok_or(EINVAL)
+}
+
+/// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
+/// on `path`, ICRC filled in, `data` at the IP header and the network and transport headers
+/// set.
+#[allow(dead_code)] // used once QPs land
+fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
+    if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
+        return Err(EINVAL);
+    }
+    let v4 = match (path.src.v4(), path.dst.v4()) {
+        (Some(s), Some(d)) => Some((s, d)),
+        (None, None) => None,
+        _ => return Err(EINVAL),
+    };
+    let ip_len = if v4.is_some() {
+        IPV4_HEADER_LEN
+    } else {
+        IPV6_HEADER_LEN
+    };
+    let udp_len = UDP_HEADER_LEN + bth_to_icrc.len();
+    let udp_len16 = u16::try_from(udp_len).map_err(|_| errno(bindings::RRXE_EMSGSIZE))?;
+    let total16 = u16::try_from(ip_len + udp_len).map_err(|_| errno(bindings::RRXE_EMSGSIZE))?;
+
+    // SAFETY: the netdev is live.
+    let ll = unsafe { bindings::rrxe_ll_reserved_space(netdev.as_raw()) };
+    let headroom = ll + (ip_len + UDP_HEADER_LEN) as u32;
+    let mut skb = Skb::alloc(headroom, bth_to_icrc.len() as u32)?;
+    skb.put(bth_to_icrc.len()).copy_from_slice(bth_to_icrc);
+
+    let port = path.src_port.to_be_bytes();
+    let dport = bindings::RRXE_ROCE_V2_UDP_DPORT.to_be_bytes();
+    let ulen = udp_len16.to_be_bytes();
+    // Checksum 0: none for IPv4; for IPv6 rdma_rxe does the same and receivers' tunnel
+    // sockets accept it (udp_sock_create leaves no_check6_rx set).
+    let udp: [u8; UDP_HEADER_LEN] = [port[0], port[1], dport[0], dport[1], ulen[0], ulen[1], 0, 0];
+    skb.push(UDP_HEADER_LEN).copy_from_slice(&udp);
+    // SAFETY: we own the skb; data is at the UDP header.
+    unsafe { bindings::rrxe_skb_reset_transport_header(skb.as_raw()) };
+
+    let protocol;
+    if let Some((s, d)) = v4 {
+        let total = total16.to_be_bytes();
+        let df = IP_DF.to_be_bytes();
+        let hdr: [u8; IPV4_HEADER_LEN] = [
+            0x45,
+            path.tclass,
+            total[0],
+            total[1],
+            0,
+            0, // ID, chosen below
+            df[0],
+            df[1],
+            path.hop_limit,
+            IPPROTO_UDP,
+            0,
+            0, // checksum, by ip_local_out (masked in the ICRC)
+            s[0],
+            s[1],
+            s[2],
+            s[3],
+            d[0],
+            d[1],
+            d[2],
+            d[3],
+        ];
+        skb.push(IPV4_HEADER_LEN).copy_from_slice(&hdr);
+        // SAFETY: we own the skb; data is at the IP header just pushed; the netdev is live.
+        unsafe {
+            bindings::rrxe_skb_reset_network_header(skb.as_raw());
+            bindings::rrxe_ip_select_ident(bindings::rrxe_dev_net(netdev.as_raw()), skb.as_raw());
+        }
+        protocol = bindings::RRXE_ETH_P_IP;
+    } else {
+        let payload = udp_len16.to_be_bytes();
+        let word = (6u32 << 28 | u32::from(path.tclass) << 20).to_be_bytes();
+        let mut hdr = [0u8; IPV6_HEADER_LEN];
+        hdr[..4].copy_from_slice(&word);
+        hdr[4..6].copy_from_slice(&payload);
+        hdr[6] = IPPROTO_UDP;
+        hdr[7] = path.hop_limit;
+        hdr[8..24].copy_from_slice(&path.src.octets());
+        hdr[24..40].copy_from_slice(&path.dst.octets());
+        skb.push(IPV6_HEADER_LEN).copy_from_slice(&hdr);
+        // SAFETY: we own the skb; data is at the IP header just pushed.
+        unsafe { bindings::rrxe_skb_reset_network_header(skb.as_raw()) };
+        protocol = bindings::RRXE_ETH_P_IPV6;
+    }
+    // SAFETY: we own the skb; the netdev is live (the stack takes its own references when it
+    // queues the skb on it).
+    unsafe {
+        bindings::rrxe_skb_set_protocol(skb.as_raw(), protocol);
+        bindings::rrxe_skb_set_dev(skb.as_raw(), netdev.as_raw());
+    }
+
+    // The ICRC over the final headers (the IPv4 ID included).
+    let whole = {
+        let len = skb.len();
+        // SAFETY: the skb is linear (built with put/push only) and we own it exclusively.
+        unsafe { core::slice::from_raw_parts_mut(skb.data(), len) }
+    };
+    let (ip, rest) = whole.split_at_mut(ip_len);
+    let (udp_hdr, payload) = rest.split_at_mut(UDP_HEADER_LEN);
+    let udp_hdr: &[u8; UDP_HEADER_LEN] = (&*udp_hdr).try_into().map_err(|_| EINVAL)?;
+    let ip_hdr = match ip_len {
+        IPV4_HEADER_LEN => IpHeader::V4((&*ip).try_into().map_err(|_| EINVAL)?),
+        _ => IpHeader::V6((&*ip).try_into().map_err(|_| EINVAL)?),
+    };
+    icrc::fill(ip_hdr, udp_hdr, payload).map_err(|_| EINVAL)?;
+    Ok(skb)
+}
+
+/// Sends `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot, whose contents are
+/// ignored) over `path` out of `netdev`, with IP and UDP headers and the ICRC.
+///
+/// Does not sleep: callable from process context and softirq. Failures (`ENETUNREACH`,
+/// `EHOSTUNREACH`, `ENOMEM`, `ENOBUFS` for a packet the stack dropped, `EINVAL` for a
+/// malformed request) are counted in `tx_errors`.
+#[allow(dead_code)] // used once QPs land
+pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
+    let ret = try_transmit(netdev, path, bth_to_icrc);
+    bump(if ret.is_ok() {
+        &COUNTERS.tx_packets
+    } else {
+        &COUNTERS.tx_errors
+    });
+    ret
+}
+
+#[allow(dead_code)] // used once QPs land
+fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
+    let dst = route(netdev, path)?;
+    let skb = build(netdev, path, bth_to_icrc)?;
+    let dst = core::mem::ManuallyDrop::new(dst);
+    // SAFETY: we own the skb and hand it our route reference.
+    unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
+    let v4 = path.src.is_v4();
+    let skb = skb.into_raw();
+    // SAFETY: the skb is a complete IP packet with its route set; the local-out functions
+    // consume it whatever they return. The netdev is live.
+    let ret = unsafe {
+        let net = bindings::rrxe_dev_net(netdev.as_raw());
+        if v4 {
+            bindings::ip_local_out(net, ptr::null_mut(), skb)
+        } else {
+            bindings::ip6_local_out(net, ptr::null_mut(), skb)
+        }
+    };
+    // net_xmit_eval(): congestion notification is success, a drop is an error.
+    match ret {
+        0 => Ok(()),
+        r if r == bindings::RRXE_NET_XMIT_CN => Ok(()),
+        r if r == bindings::RRXE_NET_XMIT_DROP => Err(errno(bindings::RRXE_ENOBUFS)),
+        r if r < 0 => to_result(r),
+        _ => Err(errno(bindings::RRXE_ENOBUFS)),
+    }
+}
+
+/// Builds the packet [`transmit`] would send and hands it to `H` as if it had been received
+/// on `netdev`, bypassing the network stack; for destinations on this host. The caller
+/// decides when that is. Does not sleep.
+#[allow(dead_code)] // used once QPs land
+pub(crate) fn loopback<H: RxHandler>(
+    netdev: &NetDevice,
+    path: &TxPath,
+    bth_to_icrc: &[u8],
+) -> Result {
+    let skb = match build(netdev, path, bth_to_icrc) {
+        Ok(skb) => skb,
+        Err(e) => {
+            bump(&COUNTERS.tx_errors);
+            return Err(e);
+        }
+    };
+    let ip_len = if path.src.is_v4() {
+        IPV4_HEADER_LEN
+    } else {
+        IPV6_HEADER_LEN
+    };
+    // SAFETY: we own the skb, which holds at least the IP header; data moves to the UDP
+    // header as on reception.
+    unsafe { bindings::skb_pull(skb.as_raw(), ip_len as u32) };
+    bump(&COUNTERS.tx_packets);
+    deliver::<H>(skb, netdev);
+    Ok(())
+}
