@@ -7,7 +7,7 @@
 use crate::device::RrxeDevice;
 use crate::glue::bindings as b;
 use crate::glue::qp::{AddressVector, Ah};
-use crate::glue::rdma::{Device, UData};
+use crate::glue::rdma::{Device, PdId, UData};
 use crate::params;
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -17,7 +17,7 @@ use kernel::sync::Arc;
 pub(crate) struct AhState {
     av: AddressVector,
     /// The AH's protection domain: a UD QP may only use AHs of its own PD (IBA 10.2.3).
-    pd: usize,
+    pd: PdId,
 }
 
 /// State of one rrxe AH.
@@ -28,7 +28,7 @@ pub(crate) struct RrxeAh {
 /// Creates an AH; user AHs learn their number from the response.
 pub(crate) fn create(
     dev: &Device<Rrxe>,
-    pd: usize,
+    pd: PdId,
     av: &AddressVector,
     udata: Option<&mut UData>,
 ) -> Result<RrxeAh> {
@@ -61,7 +61,7 @@ pub(crate) fn destroy(ah: &Ah<Rrxe>, dev: &RrxeDevice) {
 }
 
 /// The address of AH `num`, if it exists in PD `pd`.
-pub(crate) fn lookup(dev: &RrxeDevice, pd: usize, num: u32) -> Option<AddressVector> {
+pub(crate) fn lookup(dev: &RrxeDevice, pd: PdId, num: u32) -> Option<AddressVector> {
     let state = dev.shared().ahs.get(num)?;
     (state.pd == pd).then_some(state.av)
 }

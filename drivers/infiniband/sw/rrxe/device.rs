@@ -14,7 +14,6 @@ use crate::glue::rdma::{
     find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr, PortEvent,
     PortImmutable, UData, WorkCompletion,
 };
-use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, Umem};
 use crate::mr::{self, MrState, RrxeMr};
 use crate::params;
@@ -41,10 +40,6 @@ impl Counter {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The count so far.
-    pub(crate) fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 /// Packets the device dropped, by reason, and other data-path events.
@@ -419,7 +414,7 @@ impl Driver for Rrxe {
 
     fn create_ah(
         dev: &Device<Self>,
-        pd: usize,
+        pd: PdId,
         av: &AddressVector,
         udata: Option<&mut UData>,
     ) -> Result<RrxeAh> {

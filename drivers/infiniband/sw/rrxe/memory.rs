@@ -5,6 +5,7 @@
 //! domain, bounds and access rights (IBA 10.6.3, C10-4 .. C10-10) before any byte moves.
 
 use crate::device::RrxeDevice;
+use crate::glue::rdma::PdId;
 use crate::mr::{self, Access};
 use crate::transport::qp::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
 use crate::transport::qp::wqe::{RecvWqe, SendWqe};
@@ -15,7 +16,7 @@ use core::cell::RefCell;
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
     dev: &'a RrxeDevice,
-    pd: usize,
+    pd: PdId,
     sq: &'a RefCell<SendRing>,
     rq: &'a RefCell<RecvRing>,
 }
@@ -23,7 +24,7 @@ pub(crate) struct QpMemory<'a> {
 impl<'a> QpMemory<'a> {
     pub(crate) fn new(
         dev: &'a RrxeDevice,
-        pd: usize,
+        pd: PdId,
         sq: &'a RefCell<SendRing>,
         rq: &'a RefCell<RecvRing>,
     ) -> Self {
@@ -81,7 +82,7 @@ impl<'a> QpMemory<'a> {
 
 impl Memory for QpMemory<'_> {
     fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError> {
-        let sq = self.sq.borrow();
+        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
         if let Some(data) = sq.inline_data(sq_index) {
             let start = offset as usize;
             let src = data
@@ -105,7 +106,7 @@ impl Memory for QpMemory<'_> {
     }
 
     fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError> {
-        let sq = self.sq.borrow();
+        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
         self.walk(
             |i| sq.sge(sq_index, i),
             offset,
@@ -120,7 +121,7 @@ impl Memory for QpMemory<'_> {
     }
 
     fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {
-        let rq = self.rq.borrow();
+        let rq = self.rq.try_borrow().map_err(|_| LocalError::Operation)?;
         self.walk(
             |i| rq.sge(wqe.id, i),
             offset,
@@ -165,10 +166,6 @@ impl Memory for QpMemory<'_> {
             return Err(RemoteError::InvalidRequest);
         }
         let region = self.remote(rkey, va, 8, Access::RemoteAtomic)?;
-        let op = match op {
-            AtomicOp::CompareSwap { compare, swap } => mr::AtomicOp::CompareSwap { compare, swap },
-            AtomicOp::FetchAdd { add } => mr::AtomicOp::FetchAdd { add },
-        };
         region.atomic(va, op).map_err(|_| RemoteError::Access)
     }
 

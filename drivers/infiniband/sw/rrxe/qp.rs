@@ -19,8 +19,10 @@ use crate::memory::QpMemory;
 use crate::params;
 use crate::transport::packet;
 use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
+use crate::transport::qp::wqe::{RecvWqe, SendWqe};
 use crate::transport::qp::{
-    AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, MAX_PACKET_LEN,
+    AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, RecvQueue, SendQueue,
+    MAX_PACKET_LEN,
 };
 use crate::wq::{RecvRing, SendRing, Service};
 use crate::Rrxe;
@@ -201,11 +203,12 @@ pub(crate) fn create(
         sqd_notify: false,
         tx,
     };
+    let rx = RxQueue::new()?;
     let shared = Arc::pin_init(
         pin_init!(QpShared {
             task <- Task::new(),
             state <- new_mutex!(None, "rrxe_qp"),
-            rx <- IrqSpinLock::new(RxQueue::new()?, c_str!("rrxe_qp_rx"), &RX_LOCK),
+            rx <- IrqSpinLock::new(rx, c_str!("rrxe_qp_rx"), &RX_LOCK),
         }),
         GFP_KERNEL,
     )?;
@@ -223,8 +226,8 @@ pub(crate) fn create(
 /// Destroys a QP: unpublishes it, stops its task and frees its rings.
 pub(crate) fn destroy(qp: &Qp<Rrxe>) {
     let shared = &qp.data().shared;
-    let qpn = qp.handle().qpn();
-    let _ = qp.handle().device().data().shared().qps.remove(qpn);
+    let qpn = QpRef::<Rrxe>::of(qp).qpn();
+    let _ = QpRef::<Rrxe>::of(qp).device().data().shared().qps.remove(qpn);
     shared.task.shutdown();
     // Taken out under the lock: nothing reaches the rings or the QP handle afterwards.
     let state = shared.state.lock().take();
@@ -359,12 +362,12 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, m: &QpModify) -> Result {
         access,
     };
     st.modify(&req).map_err(|e| {
-        pr_debug!("qp {}: modify refused: {:?}\n", qp.handle().qpn(), e);
+        pr_debug!("qp {}: modify refused: {:?}\n", QpRef::<Rrxe>::of(qp).qpn(), e);
         EINVAL
     })?;
     if to == Some(QpState::Reset) {
-        st.sq.borrow_mut().drain();
-        st.rq.borrow_mut().drain();
+        st.sq.get_mut().drain();
+        st.rq.get_mut().drain();
     }
     if let Some(av) = m.av {
         st.path = Some(av);
@@ -440,7 +443,7 @@ impl QpContext {
     fn run(&mut self, rx: &IrqSpinLock<RxQueue>, task: &Task<QpShared>) -> bool {
         let dev = self.qp.device().data();
         let now = now_ns();
-        self.sq.borrow_mut().snapshot();
+        self.sq.get_mut().snapshot();
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
         let mut mem = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
@@ -560,30 +563,35 @@ fn udp_source_port(qpn: u32, av: &AddressVector) -> u16 {
     0xC000 | (h & 0x3FFF) as u16
 }
 
+// The engine's queue views and its memory view share the rings; their borrows never
+// overlap (each lasts one call), and a refused borrow degrades to "nothing there" rather than
+// a panic.
 struct SqView<'a>(&'a RefCell<SendRing>);
 
-impl crate::transport::qp::SendQueue for SqView<'_> {
+impl SendQueue for SqView<'_> {
     fn consumer(&self) -> u32 {
-        self.0.borrow().consumer()
+        self.0.try_borrow().map_or(0, |q| q.consumer())
     }
     fn producer(&self) -> u32 {
-        self.0.borrow().producer()
+        self.0.try_borrow().map_or(0, |q| q.producer())
     }
-    fn get(&self, index: u32) -> Option<crate::transport::qp::wqe::SendWqe> {
-        self.0.borrow().get(index)
+    fn get(&self, index: u32) -> Option<SendWqe> {
+        self.0.try_borrow().ok()?.get(index)
     }
     fn retire(&mut self, index: u32) {
-        self.0.borrow_mut().retire(index)
+        if let Ok(mut q) = self.0.try_borrow_mut() {
+            q.retire(index);
+        }
     }
 }
 
 struct RqView<'a>(&'a RefCell<RecvRing>);
 
-impl crate::transport::qp::RecvQueue for RqView<'_> {
-    fn pop(&mut self) -> Option<crate::transport::qp::wqe::RecvWqe> {
-        self.0.borrow_mut().pop()
+impl RecvQueue for RqView<'_> {
+    fn pop(&mut self) -> Option<RecvWqe> {
+        self.0.try_borrow_mut().ok()?.pop()
     }
     fn posted(&self) -> u32 {
-        self.0.borrow().posted()
+        self.0.try_borrow().map_or(0, |q| q.posted())
     }
 }

@@ -204,16 +204,6 @@ impl SendRing {
         Some(&b[SEND_WQE_HEADER..SEND_WQE_HEADER + len])
     }
 
-    /// Number of SGEs of WQE `index` (0 for inline data).
-    pub(crate) fn sge_count(&self, index: u32) -> u32 {
-        let b = self.copy(index);
-        if u32_at(b, 16) & send_flag::INLINE != 0 {
-            0
-        } else {
-            u32_at(b, 196).min(self.max_sge)
-        }
-    }
-
     /// Decodes WQE `index`; WQEs the QP cannot execute decode as
     /// [`SendOpcode::Unsupported`] and complete with a local QP operation error.
     fn decode(&self, index: u32) -> SendWqe {

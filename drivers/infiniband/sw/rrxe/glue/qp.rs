@@ -5,11 +5,12 @@
 
 use super::bindings;
 use super::rdma::{
-    eopnotsupp, Cq, Device, DeviceRegistry, Driver, Object, UData, WcFields, WorkCompletion,
+    eopnotsupp, Cq, Device, DeviceRegistry, Driver, Object, PdId, UData, WcFields,
+    WorkCompletion,
 };
 use core::ffi::c_int;
 use core::marker::PhantomData;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 use kernel::error::from_result;
 use kernel::prelude::*;
 
@@ -260,8 +261,6 @@ pub(crate) enum QpEvent {
     CommEstablished,
     /// Send queue drained.
     SqDrained,
-    /// Last WQE reached (QP on an SRQ left for ERR).
-    LastWqeReached,
     /// Local work queue catastrophic error.
     Fatal,
     /// Invalid request local work queue error.
@@ -288,12 +287,6 @@ fn caps_to_raw(caps: QpCaps, cap: &mut bindings::ib_qp_cap) {
     cap.max_inline_data = caps.max_inline_data;
 }
 
-impl<T: Driver> Qp<T> {
-    /// A handle on this QP for the QP's own work, which outlives a borrow.
-    pub(crate) fn handle(&self) -> QpRef<T> {
-        QpRef(NonNull::from(self).cast())
-    }
-}
 
 /// A handle on a QP, used by the QP's work item and timer; it reaches the parts of the QP
 /// the core owns (device, CQs, event handler), never the driver's state.
@@ -309,6 +302,11 @@ unsafe impl<T: Driver> Send for QpRef<T> {}
 unsafe impl<T: Driver> Sync for QpRef<T> {}
 
 impl<T: Driver> QpRef<T> {
+    /// A handle on `qp`, for the QP's own work, which outlives a borrow.
+    pub(crate) fn of(qp: &Qp<T>) -> Self {
+        Self(NonNull::from(qp).cast(), PhantomData)
+    }
+
     fn raw(&self) -> *mut bindings::ib_qp {
         self.0.as_ptr()
     }
@@ -339,9 +337,9 @@ impl<T: Driver> QpRef<T> {
     }
 
     /// An identity of the QP's protection domain, compared with the PDs of MRs and AHs.
-    pub(crate) fn pd_id(&self) -> usize {
+    pub(crate) fn pd_id(&self) -> PdId {
         // SAFETY: a live QP; its PD is fixed at creation.
-        unsafe { (*self.raw()).pd as usize }
+        PdId::from_raw(unsafe { (*self.raw()).pd })
     }
 
     /// A completion of this QP as a kernel CQ holds it (`struct ib_wc`).
@@ -370,7 +368,6 @@ impl<T: Driver> QpRef<T> {
         let kind = match event {
             QpEvent::CommEstablished => bindings::ib_event_type_IB_EVENT_COMM_EST,
             QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
-            QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
             QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
             QpEvent::RequestError => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
             QpEvent::AccessError => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
@@ -556,7 +553,7 @@ impl<T: Driver> DeviceRegistry<T> {
             let attr = unsafe { init.ah_attr.as_ref() }.ok_or(EINVAL)?;
             let av = AddressVector::from_raw(attr)?;
             // SAFETY: the core set the AH's PD before the call.
-            let pd = unsafe { (*ibah).pd } as usize;
+            let pd = PdId::from_raw(unsafe { (*ibah).pd });
             let data = T::create_ah(dev, pd, &av, udata.as_mut())?;
             // SAFETY: a fresh AH; destroy_ah drops the state.
             unsafe { Ah::<T>::init(ibah, data) };

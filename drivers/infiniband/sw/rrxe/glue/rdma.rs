@@ -178,10 +178,10 @@ pub(crate) trait Driver: Sized + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// A user QP's doorbell: new WQEs are in its shared send queue.
     fn post_send_doorbell(qp: &Qp<Self>) -> Result;
-    /// Creates an address handle for `av` in the PD identified by `pd`.
+    /// Creates an address handle for `av` in PD `pd`.
     fn create_ah(
         dev: &Device<Self>,
-        pd: usize,
+        pd: PdId,
         av: &AddressVector,
         udata: Option<&mut UData>,
     ) -> Result<Self::Ah>;
@@ -1089,7 +1089,7 @@ pub(crate) type Pd<T> = Object<bindings::ib_pd, <T as Driver>::Pd>;
 pub(crate) struct PdId(usize);
 
 impl PdId {
-    fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
+    pub(super) fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
         Self(ibpd as usize)
     }
 }
@@ -1164,7 +1164,7 @@ impl WcFields {
     }
 }
 
-impl<T: Driver> Cq<T> {
+impl<D> Object<bindings::ib_cq, D> {
     fn raw(&self) -> *mut bindings::ib_cq {
         ptr::from_ref(self).cast_mut().cast()
     }

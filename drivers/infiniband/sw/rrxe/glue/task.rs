@@ -17,7 +17,7 @@ use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// An object driven by a [`Task`] embedded in it.
-pub(crate) trait TaskOwner: Send + Sync + 'static {
+pub(crate) trait TaskOwner: Send + Sync + Sized + 'static {
     /// The task embedded in the object.
     fn task(&self) -> &Task<Self>;
     /// Runs the object's pending work (process context, never concurrently with itself).
