@@ -8,13 +8,6 @@
 #include <linux/spinlock.h>
 #include <linux/vmalloc.h>
 #include <linux/xarray.h>
-#include <linux/mutex.h>
-#include <linux/skbuff.h>
-#include <net/ip.h>
-#include <net/ip6_route.h>
-#include <net/ipv6_stubs.h>
-#include <net/route.h>
-#include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -134,6 +127,14 @@ void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 }
 
 /* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
+
+#include <linux/mutex.h>
+#include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
 
 /* Serialises opening and closing the RoCEv2 UDP sockets (glue/net.rs, Tunnel). */
 static DEFINE_MUTEX(rrxe_tunnel_mutex);
