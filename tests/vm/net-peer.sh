@@ -5,10 +5,10 @@
 set -u
 . "$(dirname "$0")/../lib/tap.sh"
 send() { python3 "$(dirname "$0")/../lib/roce_send.py" "$@"; }
-sync() { python3 -c "import socket,sys; socket.create_connection((sys.argv[1], 4792), 2).close()" "$RRXE_PEER_IP4"; }
+sync_a() { python3 -c "import socket,sys; socket.create_connection((sys.argv[1], 4792), 2).close()" "$RRXE_PEER_IP4"; }
 
 tap_begin "rrxe net, peer side"
-check "side A is ready" wait_for 120 sync
+check "side A is ready" wait_for 120 sync_a
 check "send garbage over IPv4" send garbage "$RRXE_PEER_IP4"
 check "send a runt (3-byte ICRC) over IPv4" send short "$RRXE_PEER_IP4"
 check "send a bad ICRC over IPv4" send bad-icrc "$RRXE_PEER_IP4"
@@ -17,5 +17,5 @@ check "send garbage over IPv6" send garbage "$RRXE_PEER_IP6"
 check "send a bad ICRC over IPv6" send bad-icrc "$RRXE_PEER_IP6"
 check "send a good packet over IPv6" send good "$RRXE_PEER_IP6" "$RRXE_LOCAL_IP6"
 sleep 1
-check "tell side A we are done" wait_for 20 sync
+check "tell side A we are done" wait_for 20 sync_a
 tap_end

@@ -11,13 +11,6 @@
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
-#include <linux/mutex.h>
-#include <linux/skbuff.h>
-#include <net/ip.h>
-#include <net/ip6_route.h>
-#include <net/ipv6_stubs.h>
-#include <net/route.h>
-#include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -235,6 +228,14 @@ void rrxe_atomic_unlock_irqrestore(unsigned long flags)
 /* ---- end of memory / tables ---- */
 
 /* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
+
+#include <linux/mutex.h>
+#include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
 
 /* Serialises opening and closing the RoCEv2 UDP sockets (glue/net.rs, Tunnel). */
 static DEFINE_MUTEX(rrxe_tunnel_mutex);

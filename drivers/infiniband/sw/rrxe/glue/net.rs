@@ -460,6 +460,8 @@ fn deliver<H: RxHandler>(skb: Skb, netdev: &NetDevice) {
     match parse(skb, netdev) {
         Ok(pkt) => {
             bump(&COUNTERS.rx_packets);
+            #[cfg(rrxe_wire_echo)]
+            echo::reflect::<H>(netdev, &pkt);
             H::receive(netdev, pkt);
         }
         Err(why) => why.count(),
@@ -584,8 +586,10 @@ unsafe fn close_socket(sock: *mut bindings::socket) {
 ///
 /// The first reference opens the sockets, the last one closes them; while any is held,
 /// packets arriving on the port go to the [`RxHandler`] the first one was acquired with.
+///
+/// It is `Send` and `Sync` (a count in a mutex-protected static); dropping it may sleep.
 pub(crate) struct TunnelRef {
-    _not_send_sync_by_default: PhantomData<()>,
+    _private: (),
 }
 
 impl TunnelRef {
@@ -602,9 +606,7 @@ impl TunnelRef {
                 return Err(EINVAL);
             }
             state.users += 1;
-            return Ok(Self {
-                _not_send_sync_by_default: PhantomData,
-            });
+            return Ok(Self { _private: () });
         }
         let sk4 = open_socket(false, encap)?;
         let sk6 = match open_socket(true, encap) {
@@ -624,9 +626,7 @@ impl TunnelRef {
         state.sk6 = sk6;
         state.encap = Some(encap);
         state.users = 1;
-        Ok(Self {
-            _not_send_sync_by_default: PhantomData,
-        })
+        Ok(Self { _private: () })
     }
 }
 
@@ -636,13 +636,6 @@ fn synchronize_rcu() {
     // SAFETY: process context; no locks held that an RCU callback could need.
     unsafe { bindings::synchronize_rcu() };
 }
-
-// The reference is a count in a global protected by a mutex; it may be dropped from any
-// process context.
-// SAFETY: see above.
-unsafe impl Send for TunnelRef {}
-// SAFETY: `&TunnelRef` allows nothing.
-unsafe impl Sync for TunnelRef {}
 
 impl Drop for TunnelRef {
     /// Closes the sockets with the last reference; process context (sleeps).
@@ -925,4 +918,41 @@ pub(crate) fn loopback<H: RxHandler>(
     bump(&COUNTERS.tx_packets);
     deliver::<H>(skb, netdev);
     Ok(())
+}
+
+/// Test builds only (see the Kbuild file): reflects packets from [`echo::TRIGGER_PORT`] so that
+/// the VM tests exercise [`transmit`] and [`loopback`] without QPs.
+#[cfg(rrxe_wire_echo)]
+mod echo {
+    use super::*;
+
+    /// UDP source port of the packets reflected (tests/lib/roce_send.py sends from it).
+    pub(super) const TRIGGER_PORT: u16 = 0xC121;
+    /// UDP source port of the reflection sent back over the wire.
+    const WIRE_PORT: u16 = 0xE0E0;
+    /// UDP source port of the reflection looped back.
+    const LOOP_PORT: u16 = 0xE0E1;
+
+    pub(super) fn reflect<H: RxHandler>(netdev: &NetDevice, pkt: &RxPacket) {
+        if pkt.src_port() != TRIGGER_PORT {
+            return;
+        }
+        let mut buf = KVec::new();
+        if buf.extend_from_slice(pkt.payload(), GFP_ATOMIC).is_err()
+            || buf.extend_from_slice(&[0u8; ICRC_LEN], GFP_ATOMIC).is_err()
+        {
+            return;
+        }
+        let mut path = TxPath {
+            src: pkt.dst_ip(),
+            dst: pkt.src_ip(),
+            src_port: WIRE_PORT,
+            tclass: 0,
+            hop_limit: 64,
+        };
+        let sent = transmit(netdev, &path, &buf);
+        path.src_port = LOOP_PORT;
+        let looped = loopback::<H>(netdev, &path, &buf);
+        pr_info!("wire echo: transmit {:?}, loopback {:?}\n", sent, looped);
+    }
 }
