@@ -9,6 +9,8 @@ mod cq;
 mod device;
 mod glue;
 mod mr;
+#[cfg(rrxe_selftest)]
+mod mr_selftest;
 mod params;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.
 pub mod transport;
