@@ -85,6 +85,17 @@ for start, length in ((0x14, 100), (0x14, 3 * 4096 + 100), (0, 8192), (0xff8, 64
         report(False, desc, f"first difference at offset {bad}: {got[bad]:#x} != {want[bad]:#x}")
     assert lib.ibv_dereg_mr(mr) == 0
 
+# Read-only (remote read only): the module must refuse to write, and the memory stays zero.
+buf = mmap.mmap(-1, 3 * 4096)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(buf)) + 0x20
+mr = lib.ibv_reg_mr_iova2(rpd, addr, 4096, MAGIC | 0x20, RR)
+desc = "self-test of a read-only MR: writes refused, memory untouched"
+if not mr:
+    report(False, desc, f"registration failed: {os.strerror(ctypes.get_errno())}")
+else:
+    report(buf[:] == bytes(3 * 4096), desc, "memory was written")
+    assert lib.ibv_dereg_mr(mr) == 0
+
 lib.ibv_dealloc_pd(rpd)
 lib.ibv_close_device(rctx)
 print(f"1..{n}")

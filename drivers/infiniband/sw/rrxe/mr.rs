@@ -88,6 +88,8 @@ impl From<MemError> for MrError {
         match e {
             MemError::Bounds => Self::Bounds,
             MemError::Misaligned => Self::Misaligned,
+            // Only MRs without write rights are pinned read-only.
+            MemError::ReadOnly => Self::Access,
         }
     }
 }

@@ -40,7 +40,8 @@ fn expect<T: PartialEq + core::fmt::Debug>(what: &str, got: T, want: T) -> Resul
     Err(EIO)
 }
 
-/// Runs the self-test on a freshly registered MR with remote read, write and atomic rights.
+/// Runs the self-test on a freshly registered MR with local write and remote read, write and
+/// atomic rights, or (a shorter one) on one without write rights over zeroed memory.
 pub(crate) fn run(dev: &RrxeDevice, mr: &Arc<MrState>, iova: u64, length: u64) -> Result {
     let len = usize::try_from(length)?;
     let key = mr.key();
@@ -54,6 +55,24 @@ pub(crate) fn run(dev: &RrxeDevice, mr: &Arc<MrState>, iova: u64, length: u64) -
         lookup(dev, key ^ 1).is_none(),
         true,
     )?;
+
+    // An MR without write rights is pinned read-only: it must refuse writes even to callers
+    // that skip the checks (its pages may be shared, e.g. the zero page).
+    if mr.check(pd, iova, 1, Access::LocalWrite).is_err() {
+        expect(
+            "read-only copy_in",
+            mr.copy_in(iova, &[1]),
+            Err(MrError::Access),
+        )?;
+        let add = AtomicOp::FetchAdd { add: 1 };
+        let va = iova + atomic_offset(iova) as u64;
+        expect("read-only atomic", mr.atomic(va, add), Err(MrError::Access))?;
+        let mut byte = [0xffu8];
+        expect("read-only copy_out", mr.copy_out(iova, &mut byte), Ok(()))?;
+        expect("read-only contents", byte[0], 0)?;
+        pr_info!("MR self-test passed (read-only, key {:#x})\n", key);
+        return Ok(());
+    }
 
     // Checks.
     expect(
