@@ -88,6 +88,8 @@ impl From<MemError> for MrError {
         match e {
             MemError::Bounds => Self::Bounds,
             MemError::Misaligned => Self::Misaligned,
+            // Only MRs without write rights are pinned read-only.
+            MemError::ReadOnly => Self::Access,
         }
     }
 }
@@ -238,7 +240,15 @@ fn register(
         GFP_KERNEL,
     )?;
     reservation.store(state.clone())?;
-    Ok((RrxeMr { state }, key))
+    let mr = RrxeMr { state };
+    #[cfg(rrxe_selftest)]
+    if iova >> 32 == crate::mr_selftest::MAGIC && matches!(mr.state.memory, Memory::User(_)) {
+        if let Err(e) = crate::mr_selftest::run(dev, &mr.state, iova, length) {
+            dereg(dev, mr);
+            return Err(e);
+        }
+    }
+    Ok((mr, key))
 }
 
 /// Registers pinned user memory: `length` bytes, the first at `iova` in the MR's address

@@ -11,6 +11,8 @@ mod device;
 mod glue;
 mod memory;
 mod mr;
+#[cfg(rrxe_selftest)]
+mod mr_selftest;
 mod params;
 mod qp;
 mod wq;

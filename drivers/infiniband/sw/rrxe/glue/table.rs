@@ -114,7 +114,8 @@ impl<T> IndexTable<T> {
 
     /// Takes the object at `index` out of the table (the index becomes free) and returns the
     /// table's reference to it. Any context, but dropping the returned reference runs `T`'s
-    /// destructor if it is the last one.
+    /// destructor if it is the last one. An index held by a live [`Reservation`] is not
+    /// the caller's to remove (that would only leak, not corrupt, but is a logic error).
     pub(crate) fn remove(&self, index: u32) -> Option<Arc<T>> {
         // SAFETY: the xarray is initialised.
         let flags = unsafe { bindings::rrxe_xa_lock_irqsave(self.xa.get()) };

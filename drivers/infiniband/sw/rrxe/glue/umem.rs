@@ -26,6 +26,9 @@ pub(crate) enum MemError {
     Bounds,
     /// An atomic's target is not 8-byte aligned in memory.
     Misaligned,
+    /// A write to user memory pinned read-only (it may be a shared page, e.g. the zero
+    /// page, which must never be written).
+    ReadOnly,
 }
 
 /// A pinned page of a [`Umem`].
@@ -66,6 +69,9 @@ pub(crate) struct Umem {
     first: usize,
     /// Length in bytes.
     len: usize,
+    /// Whether the pages were pinned for writing (`FOLL_WRITE`, so they are the process's
+    /// own, not shared copy-on-write pages).
+    writable: bool,
 }
 
 // SAFETY: a umem is a plain description of pinned pages, usable from any thread; the page
@@ -115,11 +121,14 @@ impl Umem {
                 }
             }
         }
+        // SAFETY: `raw` is a valid umem, not written by anyone after ib_umem_get.
+        let writable = unsafe { (*raw.as_ptr()).writable() } != 0;
         let umem = Self {
             raw,
             pages,
             first,
             len,
+            writable,
         };
         // Dropping `umem` unpins.
         if extra || umem.pages.len() != npages {
@@ -184,12 +193,14 @@ impl Umem {
 
     /// Copies `src` into the memory at byte `offset`.
     pub(crate) fn copy_in(&self, offset: usize, src: &[u8]) -> Result<(), MemError> {
+        if !self.writable {
+            return Err(MemError::ReadOnly);
+        }
         let mut done = 0;
         for (page, in_page, n) in self.chunks(offset, src.len())? {
             self.with_page(page, |va| {
-                // SAFETY: as in `copy_out`, with the roles swapped; the page is pinned for
-                // writing if the MR allows local or remote writes (the caller checked the
-                // MR's access rights).
+                // SAFETY: as in `copy_out`, with the roles swapped; the pages were pinned
+                // for writing (checked above).
                 unsafe {
                     bindings::memcpy(
                         va.add(in_page).cast::<c_void>(),
@@ -206,6 +217,9 @@ impl Umem {
     /// Replaces the 8 bytes at byte `offset` with `f(old)` atomically (against every other
     /// rrxe atomic and against the CPU's atomics) and returns `old`.
     pub(crate) fn atomic(&self, offset: usize, f: impl FnMut(u64) -> u64) -> Result<u64, MemError> {
+        if !self.writable {
+            return Err(MemError::ReadOnly);
+        }
         let mut chunks = self.chunks(offset, 8)?;
         let Some((page, in_page, 8)) = chunks.next() else {
             // Straddles a page boundary, so it is not aligned.
@@ -216,7 +230,7 @@ impl Umem {
         }
         Ok(self.with_page(page, |va| {
             // SAFETY: `va + in_page` is 8-byte aligned and 8 bytes of it lie in the mapped
-            // page; concurrent accesses from rrxe go through `atomic_rmw` too.
+            // page, pinned for writing; concurrent accesses from rrxe go through `atomic_rmw` too.
             unsafe { atomic_rmw(va.add(in_page), f) }
         }))
     }
