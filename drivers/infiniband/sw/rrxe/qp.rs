@@ -109,7 +109,7 @@ impl RxQueue {
 pub(crate) struct QpContext {
     qp: QpRef<Rrxe>,
     kind: QpKind,
-    engine: Engine,
+    engine: KBox<Engine>,
     sq: RefCell<SendRing>,
     rq: RefCell<RecvRing>,
     caps: QpCaps,
@@ -154,6 +154,20 @@ fn qp_type(kind: QpKind) -> QpType {
     }
 }
 
+/// A QP engine in RESET, copied from a compile-time template straight into its allocation:
+/// it is several kilobytes, too large to build on a kernel stack.
+fn new_engine(kind: QpKind) -> Result<KBox<Engine>> {
+    const RC: Engine = Engine::new(QpType::Rc, 0);
+    const UC: Engine = Engine::new(QpType::Uc, 0);
+    const UD: Engine = Engine::new(QpType::Ud, 0);
+    let slot = KBox::<Engine>::new_uninit(GFP_KERNEL)?;
+    Ok(match qp_type(kind) {
+        QpType::Rc => KBox::write(slot, RC),
+        QpType::Uc => KBox::write(slot, UC),
+        QpType::Ud => KBox::write(slot, UD),
+    })
+}
+
 /// Creates a user QP with its two shared rings.
 pub(crate) fn create(
     dev: &Device<Rrxe>,
@@ -194,7 +208,7 @@ pub(crate) fn create(
     let state = QpContext {
         qp,
         kind: init.kind,
-        engine: Engine::new(qp_type(init.kind), 0),
+        engine: new_engine(init.kind)?,
         sq: RefCell::new(sq),
         rq: RefCell::new(rq),
         caps: granted,
@@ -215,7 +229,7 @@ pub(crate) fn create(
     let qpn = shared_dev.qps.insert(params::MIN_QPN, params::MAX_QPN, shared.clone())?;
     {
         let mut st = state;
-        st.engine = Engine::new(qp_type(init.kind), qpn);
+        st.engine.set_qpn(qpn);
         *shared.state.lock() = Some(st);
     }
     Task::start(&shared);

@@ -390,10 +390,10 @@ impl RecvRing {
 
 impl RecvQueue for RecvRing {
     fn pop(&mut self) -> Option<RecvWqe> {
+        if self.ring.count() == 0 {
+            return None;
+        }
         {
-            if self.ring.count() == 0 {
-                return None;
-            }
             let index = self.ring.consumer();
             self.ring.read_slot_bytes(index, &mut self.scratch);
             self.ring.set_consumer(self.ring.next(index));
@@ -428,7 +428,7 @@ impl RecvQueue for RecvRing {
             } else {
                 length = 0;
             }
-            return Some(RecvWqe { wr_id, length, id });
+            Some(RecvWqe { wr_id, length, id })
         }
     }
 

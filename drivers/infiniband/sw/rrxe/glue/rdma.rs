@@ -1185,8 +1185,9 @@ impl<D> Object<bindings::ib_cq, D> {
     pub(crate) fn error_event(&self) {
         let cq = self.raw();
         // SAFETY: a live CQ of one of our devices.
+        let device = unsafe { (*cq).device };
         let mut ev = bindings::ib_event {
-            device: unsafe { (*cq).device },
+            device,
             event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
             ..Default::default()
         };

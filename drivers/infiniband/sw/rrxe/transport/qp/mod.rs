@@ -310,6 +310,16 @@ impl Qp {
         }
     }
 
+    /// Numbers a QP built by [`Qp::new`] before first use, for callers that
+    /// build it from a constant (a QP is several kilobytes: kernel callers
+    /// copy a compile-time template into its allocation rather than build one
+    /// on the stack). Ignored once the QP has left RESET.
+    pub fn set_qpn(&mut self, qpn: u32) {
+        if self.attrs.state == QpState::Reset {
+            self.attrs.qpn = qpn;
+        }
+    }
+
     /// Current attributes.
     #[must_use]
     pub const fn attrs(&self) -> &QpAttrs {
@@ -388,7 +398,7 @@ impl Qp {
         self.attrs.state = to;
         match (from, to) {
             (_, QpState::Reset) => {
-                self.req = Requester::new();
+                self.req.reset(0);
                 self.resp = Responder::new();
                 self.out.completions.clear();
                 self.out.events.clear();

@@ -180,9 +180,54 @@ impl Requester {
     }
 
     /// Starts the send queue at `sq_consumer` (RESET to INIT).
+    ///
+    /// Resets in place: a requester is several kilobytes, too large to build
+    /// a fresh one on a kernel stack and copy it over.
     pub(super) fn reset(&mut self, sq_consumer: u32) {
-        *self = Self::new();
-        self.sq_next = sq_consumer;
+        const FRESH: Requester = Requester::new();
+        for slot in &mut self.slots {
+            *slot = FRESH.slots[0];
+        }
+        // Every scalar field, named so that a new field cannot be missed.
+        let Self {
+            slots: _,
+            head,
+            len,
+            sq_next,
+            next_ssn,
+            psn_next,
+            send_psn,
+            sent_high,
+            una,
+            retry_left,
+            rnr_left,
+            ack_deadline,
+            rnr_deadline,
+            msn,
+            credits,
+            credit_wait,
+            retry_guard,
+            noack_pkts,
+            drained_reported,
+        } = self;
+        *head = FRESH.head;
+        *len = FRESH.len;
+        *sq_next = sq_consumer;
+        *next_ssn = FRESH.next_ssn;
+        *psn_next = FRESH.psn_next;
+        *send_psn = FRESH.send_psn;
+        *sent_high = FRESH.sent_high;
+        *una = FRESH.una;
+        *retry_left = FRESH.retry_left;
+        *rnr_left = FRESH.rnr_left;
+        *ack_deadline = FRESH.ack_deadline;
+        *rnr_deadline = FRESH.rnr_deadline;
+        *msn = FRESH.msn;
+        *credits = FRESH.credits;
+        *credit_wait = FRESH.credit_wait;
+        *retry_guard = FRESH.retry_guard;
+        *noack_pkts = FRESH.noack_pkts;
+        *drained_reported = FRESH.drained_reported;
     }
 
     /// Loads the starting PSN and retry counters (RTR to RTS).
