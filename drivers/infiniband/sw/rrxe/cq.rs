@@ -4,8 +4,8 @@
 //! them itself; kernel consumers poll through `poll_cq`.
 
 use crate::glue::bindings as b;
-use crate::glue::queue::SharedQueue;
 use crate::glue::qp::QpRef;
+use crate::glue::queue::SharedQueue;
 use crate::glue::rdma::{Cq, CqInit, Device, UData, WcFields, WorkCompletion};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::params;

@@ -4,19 +4,19 @@
 
 use crate::ah::{self, AhState, RrxeAh};
 use crate::cq::{self, RrxeCq};
-use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
-use crate::glue::table::IndexTable;
-use crate::qp::{self, QpShared, RrxeQp};
 use crate::glue::bindings as b;
 use crate::glue::net::{self, RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
+use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
 use crate::glue::rdma::{
-    find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr, PortEvent,
-    PortImmutable, UData, WorkCompletion,
+    find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr,
+    PortEvent, PortImmutable, UData, WorkCompletion,
 };
+use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, Umem};
 use crate::mr::{self, MrState, RrxeMr};
 use crate::params;
+use crate::qp::{self, QpShared, RrxeQp};
 use crate::transport::qp::responder::MAX_RD_ATOMIC;
 use crate::wq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -39,7 +39,6 @@ impl Counter {
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
-
 }
 
 /// Packets the device dropped, by reason, and other data-path events.

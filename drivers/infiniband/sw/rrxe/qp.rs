@@ -11,7 +11,9 @@ use crate::ah;
 use crate::cq;
 use crate::device::{DeviceShared, RrxeDevice, PORT};
 use crate::glue::net::{self, RxPacket};
-use crate::glue::qp::{AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef};
+use crate::glue::qp::{
+    AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef,
+};
 use crate::glue::rdma::{eopnotsupp, Device, UData, WcFields};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::task::{now_ns, Task, TaskOwner};
@@ -21,8 +23,7 @@ use crate::transport::packet;
 use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
 use crate::transport::qp::wqe::{RecvWqe, SendWqe};
 use crate::transport::qp::{
-    AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, RecvQueue, SendQueue,
-    MAX_PACKET_LEN,
+    AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, RecvQueue, SendQueue, MAX_PACKET_LEN,
 };
 use crate::wq::{RecvRing, SendRing, Service};
 use crate::Rrxe;
@@ -226,7 +227,9 @@ pub(crate) fn create(
         }),
         GFP_KERNEL,
     )?;
-    let qpn = shared_dev.qps.insert(params::MIN_QPN, params::MAX_QPN, shared.clone())?;
+    let qpn = shared_dev
+        .qps
+        .insert(params::MIN_QPN, params::MAX_QPN, shared.clone())?;
     {
         let mut st = state;
         st.engine.set_qpn(qpn);
@@ -241,7 +244,12 @@ pub(crate) fn create(
 pub(crate) fn destroy(qp: &Qp<Rrxe>) {
     let shared = &qp.data().shared;
     let qpn = QpRef::<Rrxe>::of(qp).qpn();
-    let _ = QpRef::<Rrxe>::of(qp).device().data().shared().qps.remove(qpn);
+    let _ = QpRef::<Rrxe>::of(qp)
+        .device()
+        .data()
+        .shared()
+        .qps
+        .remove(qpn);
     shared.task.shutdown();
     // Taken out under the lock: nothing reaches the rings or the QP handle afterwards.
     let state = shared.state.lock().take();
@@ -376,7 +384,11 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, m: &QpModify) -> Result {
         access,
     };
     st.modify(&req).map_err(|e| {
-        pr_debug!("qp {}: modify refused: {:?}\n", QpRef::<Rrxe>::of(qp).qpn(), e);
+        pr_debug!(
+            "qp {}: modify refused: {:?}\n",
+            QpRef::<Rrxe>::of(qp).qpn(),
+            e
+        );
         EINVAL
     })?;
     if to == Some(QpState::Reset) {
@@ -439,7 +451,10 @@ pub(crate) fn deliver(dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
 }
 
 impl QpContext {
-    fn modify(&mut self, req: &ModifyQp) -> core::result::Result<(), crate::transport::qp::ModifyError> {
+    fn modify(
+        &mut self,
+        req: &ModifyQp,
+    ) -> core::result::Result<(), crate::transport::qp::ModifyError> {
         let dev = self.qp.device().data();
         let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
         let mut sqv = SqView(&self.sq);
@@ -572,7 +587,11 @@ fn send(dev: &RrxeDevice, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
 /// The UDP source port of a QP's packets: RoCEv2 (IBA A17.3) uses it for ECMP entropy and
 /// recommends a value per flow from the range 0xC000..=0xFFFF.
 fn udp_source_port(qpn: u32, av: &AddressVector) -> u16 {
-    let flow = if av.flow_label != 0 { av.flow_label } else { qpn };
+    let flow = if av.flow_label != 0 {
+        av.flow_label
+    } else {
+        qpn
+    };
     let h = flow ^ (flow >> 14);
     0xC000 | (h & 0x3FFF) as u16
 }

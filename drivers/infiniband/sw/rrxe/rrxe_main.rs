@@ -15,9 +15,9 @@ mod mr;
 mod mr_selftest;
 mod params;
 mod qp;
-mod wq;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.
 pub mod transport;
+mod wq;
 
 pub(crate) use device::Rrxe;
 use device::RrxeDevice;

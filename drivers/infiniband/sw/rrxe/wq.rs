@@ -10,9 +10,7 @@
 
 use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::UData;
-use crate::transport::qp::wqe::{
-    RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest,
-};
+use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
 use crate::transport::qp::{RecvQueue, SendQueue};
 use kernel::prelude::*;
 
@@ -236,12 +234,13 @@ impl SendRing {
             (len <= self.max_inline).then_some(len)
         } else {
             let n = u32_at(b, 196);
-            (n <= self.max_sge).then(|| {
-                (0..n).try_fold(0u32, |sum, i| {
-                    sum.checked_add(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN).len)
+            (n <= self.max_sge)
+                .then(|| {
+                    (0..n).try_fold(0u32, |sum, i| {
+                        sum.checked_add(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN).len)
+                    })
                 })
-            })
-            .flatten()
+                .flatten()
         };
         let Some(length) = length else {
             wqe.opcode = SendOpcode::Unsupported;
@@ -277,9 +276,7 @@ impl SendRing {
                 compare: u64_at(b, 32),
                 swap: u64_at(b, 40),
             },
-            wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd {
-                add: u64_at(b, 32),
-            },
+            wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
             _ => SendOpcode::Unsupported,
         };
         match wqe.opcode {

@@ -13,6 +13,6 @@ pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rdma;
 pub(crate) mod sync;
-pub(crate) mod task;
 pub(crate) mod table;
+pub(crate) mod task;
 pub(crate) mod umem;

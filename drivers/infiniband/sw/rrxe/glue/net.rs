@@ -315,9 +315,7 @@ impl RxPacket {
     pub(crate) fn bth_to_icrc(&self) -> &[u8] {
         // SAFETY: the ICRC follows the payload in the linear head (the whole UDP payload
         // was pulled into it before the ICRC was checked), which we own.
-        unsafe {
-            core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN)
-        }
+        unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN) }
     }
 
     /// The source IP address.

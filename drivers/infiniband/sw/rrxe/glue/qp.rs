@@ -5,8 +5,7 @@
 
 use super::bindings;
 use super::rdma::{
-    eopnotsupp, Cq, Device, DeviceRegistry, Driver, Object, PdId, UData, WcFields,
-    WorkCompletion,
+    eopnotsupp, Cq, Device, DeviceRegistry, Driver, Object, PdId, UData, WcFields, WorkCompletion,
 };
 use core::ffi::c_int;
 use core::marker::PhantomData;
@@ -287,7 +286,6 @@ fn caps_to_raw(caps: QpCaps, cap: &mut bindings::ib_qp_cap) {
     cap.max_inline_data = caps.max_inline_data;
 }
 
-
 /// A handle on a QP, used by the QP's work item and timer; it reaches the parts of the QP
 /// the core owns (device, CQs, event handler), never the driver's state.
 ///
@@ -400,8 +398,13 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> c_int {
         // SAFETY: the core passes a zeroed `Qp<T>` with device, pd, CQs and SRQ set, the
         // consumer's init attributes, and udata for user QPs.
-        let (dev, init, mut udata) =
-            unsafe { (Device::<T>::from_raw((*ibqp).device), &mut *init, UData::from_raw(udata)) };
+        let (dev, init, mut udata) = unsafe {
+            (
+                Device::<T>::from_raw((*ibqp).device),
+                &mut *init,
+                UData::from_raw(udata),
+            )
+        };
         from_result(|| {
             if init.create_flags != 0 || !init.rwq_ind_tbl.is_null() || !init.xrcd.is_null() {
                 return Err(eopnotsupp());
@@ -546,8 +549,13 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> c_int {
         // SAFETY: the core passes a zeroed `Ah<T>` with device and pd set, valid attributes
         // and udata for user AHs.
-        let (dev, init, mut udata) =
-            unsafe { (Device::<T>::from_raw((*ibah).device), &*init, UData::from_raw(udata)) };
+        let (dev, init, mut udata) = unsafe {
+            (
+                Device::<T>::from_raw((*ibah).device),
+                &*init,
+                UData::from_raw(udata),
+            )
+        };
         from_result(|| {
             // SAFETY: the attributes outlive the call.
             let attr = unsafe { init.ah_attr.as_ref() }.ok_or(EINVAL)?;
@@ -566,7 +574,12 @@ impl<T: Driver> DeviceRegistry<T> {
     /// Called by the RDMA core through `ib_device_ops`, on an AH of driver `T`.
     pub(super) unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: a live AH of ours, destroyed once, on a live device.
-        let (dev, ah) = unsafe { (Device::<T>::from_raw((*ibah).device), Ah::<T>::from_raw(ibah)) };
+        let (dev, ah) = unsafe {
+            (
+                Device::<T>::from_raw((*ibah).device),
+                Ah::<T>::from_raw(ibah),
+            )
+        };
         T::destroy_ah(dev, ah);
         // SAFETY: the driver no longer uses the state.
         unsafe { Ah::<T>::drop_data(ibah) };
