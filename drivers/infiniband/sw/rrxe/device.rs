@@ -7,7 +7,7 @@ use crate::cq::{self, RrxeCq};
 use crate::glue::bindings as b;
 use crate::glue::net::{self, RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
-use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
+use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use crate::glue::rdma::{
     find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr,
     PortEvent, PortImmutable, UData, WorkCompletion,
@@ -409,6 +409,18 @@ impl Driver for Rrxe {
 
     fn post_send_doorbell(qp: &Qp<Self>) -> Result {
         qp::doorbell(qp)
+    }
+
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp::post_recv(qp, wr)
+    }
+
+    fn post_recv_doorbell(qp: &Qp<Self>) {
+        qp::recv_doorbell(qp)
     }
 
     fn create_ah(

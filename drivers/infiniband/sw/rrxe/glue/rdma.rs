@@ -17,7 +17,7 @@
 use super::bindings;
 use super::global::Global;
 use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
-use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
+use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use super::queue;
 use super::sync::{IrqSpinLock, LockClass};
 use super::umem::{KernelMemory, Umem};
@@ -176,8 +176,15 @@ pub(crate) trait Driver: Sized + 'static {
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
     /// Stops all activity of a QP about to be freed; its state is dropped afterwards.
     fn destroy_qp(qp: &Qp<Self>);
-    /// A user QP's doorbell: new WQEs are in its shared send queue.
+    /// A user QP's doorbell: new WQEs are in its shared send queue. Also rung after kernel
+    /// WRs were posted.
     fn post_send_doorbell(qp: &Qp<Self>) -> Result;
+    /// Posts one kernel send WR (any context; must not sleep).
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+    /// Posts one kernel receive WR (any context; must not sleep).
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+    /// Receive WRs were posted to a kernel QP.
+    fn post_recv_doorbell(qp: &Qp<Self>);
     /// Creates an address handle for `av` in PD `pd`.
     fn create_ah(
         dev: &Device<Self>,
@@ -612,10 +619,7 @@ impl<T: Driver> DeviceRegistry<T> {
             query_qp: Some(Self::query_qp),
             destroy_qp: Some(Self::destroy_qp),
             post_send: Some(Self::post_send),
-            // post_recv stays unset: user QPs post receives into their shared ring without
-            // a system call, and without it the core does not treat the device as a kverbs
-            // provider, so in-kernel clients (MAD, CM) do not attach before rrxe supports
-            // kernel QPs.
+            post_recv: Some(Self::post_recv),
             create_ah: Some(Self::create_ah),
             create_user_ah: Some(Self::create_ah),
             destroy_ah: Some(Self::destroy_ah),
@@ -1125,6 +1129,8 @@ pub(crate) struct WcFields {
     pub(crate) src_qp: u32,
     /// Whether a GRH precedes a UD receive's data (always, on RoCE).
     pub(crate) grh: bool,
+    /// For UD receives: whether the datagram came over IPv4 (else IPv6).
+    pub(crate) network_v4: Option<bool>,
 }
 
 impl WcFields {

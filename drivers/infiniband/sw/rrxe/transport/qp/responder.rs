@@ -626,7 +626,11 @@ impl Responder {
         let status = if u64::from(len) + u64::from(UD_GRH_LEN) > u64::from(wqe.length) {
             WcStatus::LocLenErr
         } else {
-            match io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload) {
+            let placed = io
+                .mem
+                .write_grh(&wqe)
+                .and_then(|()| io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload));
+            match placed {
                 Ok(()) => WcStatus::Success,
                 Err(err) => err.status(),
             }
