@@ -514,6 +514,7 @@ pub(crate) fn deliver(dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
         dev.counters.rx_queue_full.inc();
         return;
     }
+    dev.counters.rcvd_pkts.inc();
     qp.task.kick();
 }
 
@@ -589,6 +590,9 @@ impl QpContext {
                 Some(ah_num) => ah::lookup(dev, self.qp.pd_id(), ah_num),
                 None => self.path,
             };
+            if t.retransmission {
+                dev.shared().counters.retransmitted_pkts.inc();
+            }
             match path {
                 Some(av) => send(dev, &av, self.qp.qpn(), &mut self.tx[..t.len]),
                 None => dev.shared().counters.tx_no_path.inc(),
@@ -707,8 +711,9 @@ fn send(dev: &RrxeDevice, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
     } else {
         net::transmit(dev.netdev(), &path, pkt)
     };
-    if result.is_err() {
-        dev.shared().counters.tx_errors.inc();
+    match result {
+        Ok(()) => dev.shared().counters.sent_pkts.inc(),
+        Err(_) => dev.shared().counters.tx_errors.inc(),
     }
 }
 

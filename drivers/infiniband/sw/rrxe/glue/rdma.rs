@@ -19,6 +19,7 @@ use super::global::Global;
 use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
 use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use super::queue;
+use super::stats::CounterDescs;
 use super::sync::{IrqSpinLock, LockClass};
 use super::umem::{KernelMemory, Umem};
 use core::fmt;
@@ -192,6 +193,10 @@ pub(crate) trait Driver: Sized + 'static {
         av: &AddressVector,
         udata: Option<&mut UData>,
     ) -> Result<Self::Ah>;
+    /// The names of the port counters `rdma statistic` shows.
+    const COUNTERS: CounterDescs;
+    /// Reads the port counters, in the order of [`Driver::COUNTERS`].
+    fn read_counters(dev: &Device<Self>, values: &mut [u64]);
     /// Destroys an address handle; its state is dropped afterwards.
     fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>);
 }
@@ -623,6 +628,8 @@ impl<T: Driver> DeviceRegistry<T> {
             create_ah: Some(Self::create_ah),
             create_user_ah: Some(Self::create_ah),
             destroy_ah: Some(Self::destroy_ah),
+            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
+            get_hw_stats: Some(Self::get_hw_stats),
             size_ib_qp: size_of::<Qp<T>>(),
             size_ib_ah: size_of::<Ah<T>>(),
             size_ib_pd: size_of::<Pd<T>>(),
@@ -987,6 +994,44 @@ impl<T: Driver> DeviceRegistry<T> {
     /// # Safety
     ///
     /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        let descs = T::COUNTERS.0;
+        // SAFETY: the descriptors are 'static; the core frees the structure.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                descs.as_ptr(),
+                descs.len() as c_int,
+                bindings::RRXE_RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`, with
+    /// stats from `alloc_hw_port_stats`.
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        _port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: a live device of ours; `stats` holds `num_counters` values (allocated by
+        // `alloc_hw_port_stats` with our descriptors), under the core's stats lock.
+        let (dev, values) = unsafe {
+            let n = usize::try_from((*stats).num_counters).unwrap_or(0);
+            (Device::<T>::from_raw(ibdev), (*stats).value.as_mut_slice(n))
+        };
+        T::read_counters(dev, values);
+        values.len() as c_int
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
     unsafe extern "C" fn get_netdev(
         ibdev: *mut bindings::ib_device,
         port: u32,
@@ -1095,14 +1140,6 @@ pub(crate) struct PdId(usize);
 impl PdId {
     pub(super) fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
         Self(ibpd as usize)
-    }
-}
-
-impl<D> Object<bindings::ib_pd, D> {
-    /// This PD's identity.
-    #[allow(dead_code)] // used by the data path (QPs)
-    pub(crate) fn id(&self) -> PdId {
-        PdId::from_raw(self.ib.get())
     }
 }
 
