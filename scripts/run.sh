@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # `make run`: build everything that is missing, boot two VMs joined by a wire, load rrxe
-# in each, create rrxe0 over the wire's NIC and show it through unmodified rdma-core.
+# in each, create rrxe0 over the wire's NIC, and move data between the two through
+# unmodified rdma-core tools (ibv_rc_pingpong, rping over rdma_cm).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

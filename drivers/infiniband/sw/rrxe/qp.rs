@@ -38,9 +38,13 @@ use kernel::sync::{Arc, Mutex};
 static RX_LOCK: LockClass = LockClass::new();
 static POST_LOCK: LockClass = LockClass::new();
 
-/// Received packets a QP holds before its task takes them; beyond that they are dropped
-/// and counted, as a congested link would drop them.
-const RX_QUEUE_LEN: usize = 256;
+/// Received packets a QP holds at first before its task takes them; the queue grows on
+/// demand (a UC message, which nothing paces, arrives as one burst) up to
+/// [`RX_QUEUE_MAX`], beyond which packets are dropped and counted, as a congested link
+/// would drop them.
+const RX_QUEUE_LEN: usize = 64;
+/// Most received packets a QP holds.
+const RX_QUEUE_MAX: usize = 8192;
 
 /// Work a task run does before it yields and queues itself again.
 const BUDGET: usize = 64;
@@ -103,12 +107,30 @@ impl RxQueue {
     }
 
     fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
-        if self.len == self.slots.len() {
+        if self.len == self.slots.len() && self.grow().is_err() {
             return Err(pkt);
         }
         let at = (self.head + self.len) % self.slots.len();
         self.slots[at] = Some(pkt);
         self.len += 1;
+        Ok(())
+    }
+
+    /// Doubles the capacity (called from softirq: atomic allocation).
+    fn grow(&mut self) -> Result {
+        let cap = self.slots.len();
+        if cap >= RX_QUEUE_MAX {
+            return Err(ENOMEM);
+        }
+        let mut slots = KVec::with_capacity(cap * 2, GFP_ATOMIC)?;
+        for i in 0..cap {
+            slots.push(self.slots[(self.head + i) % cap].take(), GFP_ATOMIC)?;
+        }
+        for _ in cap..cap * 2 {
+            slots.push(None, GFP_ATOMIC)?;
+        }
+        self.slots = slots;
+        self.head = 0;
         Ok(())
     }
 

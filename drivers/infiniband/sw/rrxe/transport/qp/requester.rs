@@ -439,6 +439,14 @@ impl Requester {
                     Start::Local => continue,
                     Start::Wire => {}
                 }
+            } else if !self.send_psn.is_before(self.sent_high)
+                && attrs.qp_type == QpType::Rc
+                && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
+            {
+                // The window also bounds a long message's own packets: without
+                // it a 1 MiB Send is a 1024-packet burst the responder (a
+                // software one, with a bounded receive backlog) drops in part.
+                return Ok(None);
             }
             return self.build(now, buf, attrs, io);
         }
