@@ -158,7 +158,7 @@ open('/tmp/ctx-open', 'w').close()
 time.sleep(4)
 PY
 py_pid=$!
-wait_for 20 test -e /tmp/ctx-open
+wait_for 180 test -e /tmp/ctx-open
 check_fails "rmmod refused while a user context is open" rmmod rrxe
 wait $py_pid
 check "rdma link add rrxe3 over vr1" rdma link add rrxe3 type rrxe netdev vr1
