@@ -173,15 +173,14 @@ fn new_engine(kind: QpKind) -> Result<KBox<Engine>> {
 pub(crate) fn create(
     dev: &Device<Rrxe>,
     qp: QpRef<Rrxe>,
-    init: &mut QpInit,
+    init: &mut QpInit<'_, Rrxe>,
     udata: Option<&mut UData>,
 ) -> Result<(RrxeQp, u32)> {
-    // Kernel QPs (and with them the GSI QP) need the kernel posting API, and SRQs are not
-    // implemented yet.
+    // Kernel QPs (and with them the GSI QP) need the kernel posting API.
     let Some(udata) = udata else {
         return Err(eopnotsupp());
     };
-    if init.has_srq || init.kind == QpKind::Gsi {
+    if init.kind == QpKind::Gsi {
         return Err(eopnotsupp());
     }
     let caps = init.caps;
@@ -192,17 +191,43 @@ pub(crate) fn create(
         caps.max_inline_data,
         init.signal_all,
     )?;
-    let (mut rq, recv_wr, recv_sge) = RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge)?;
-    let granted = QpCaps {
-        max_send_wr: send_wr,
-        max_send_sge: send_sge,
-        max_inline_data: inline,
-        max_recv_wr: recv_wr,
-        max_recv_sge: recv_sge,
+    let srq = init.srq.map(|s| s.data().shared());
+    let (rq, granted) = match srq {
+        // IBA 10.2.9: a QP on an SRQ has no receive queue of its own; rdma_rxe leaves
+        // `rq_mi` unwritten, and the provider ignores it.
+        Some(srq) => {
+            let rq = RecvRing::from_srq(srq)?;
+            let granted = QpCaps {
+                max_send_wr: send_wr,
+                max_send_sge: send_sge,
+                max_inline_data: inline,
+                max_recv_wr: 0,
+                max_recv_sge: 0,
+            };
+            let sq_mi = sq.export(udata)?;
+            udata.respond_mmap_info_at(
+                core::mem::offset_of!(crate::glue::bindings::rxe_create_qp_resp, sq_mi),
+                core::mem::size_of::<crate::glue::bindings::rxe_create_qp_resp>(),
+                &sq_mi,
+            )?;
+            (rq, granted)
+        }
+        None => {
+            let (mut rq, recv_wr, recv_sge) =
+                RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge)?;
+            let granted = QpCaps {
+                max_send_wr: send_wr,
+                max_send_sge: send_sge,
+                max_inline_data: inline,
+                max_recv_wr: recv_wr,
+                max_recv_sge: recv_sge,
+            };
+            let rq_mi = rq.export(udata)?;
+            let sq_mi = sq.export(udata)?;
+            udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?;
+            (rq, granted)
+        }
     };
-    let rq_mi = rq.export(udata)?;
-    let sq_mi = sq.export(udata)?;
-    udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?;
     let tx = KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?;
 
     let shared_dev = dev.data().shared();
@@ -517,8 +542,12 @@ impl QpContext {
             let ev = match e {
                 AsyncEvent::CommEstablished => Some(QpEvent::CommEstablished),
                 AsyncEvent::SqDrained => self.sqd_notify.then_some(QpEvent::SqDrained),
-                // Only QPs on an SRQ report their last WQE; rrxe QPs have their own RQ.
-                AsyncEvent::LastWqeReached => None,
+                // IBA 10.3.1 / 11.6.3.1: only a QP on an SRQ reports its last WQE.
+                AsyncEvent::LastWqeReached => self
+                    .rq
+                    .try_borrow()
+                    .is_ok_and(|rq| rq.is_shared())
+                    .then_some(QpEvent::LastWqeReached),
                 AsyncEvent::QpRequestError => Some(QpEvent::RequestError),
                 AsyncEvent::QpAccessError => Some(QpEvent::AccessError),
                 AsyncEvent::QpFatal => Some(QpEvent::Fatal),
