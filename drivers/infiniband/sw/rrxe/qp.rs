@@ -656,4 +656,7 @@ impl RecvQueue for RqView<'_> {
     fn posted(&self) -> u32 {
         self.0.try_borrow().map_or(0, |q| q.posted())
     }
+    fn is_shared(&self) -> bool {
+        self.0.try_borrow().is_ok_and(|q| q.is_shared())
+    }
 }
