@@ -339,8 +339,9 @@ pub(crate) struct RecvRing {
     /// Free-running index of the next WQE to take.
     head: u32,
     max_sge: u32,
-    /// SGEs of the WQE taken last, with its index.
-    current: [Sge; MAX_SGE as usize],
+    /// SGEs of the WQE taken last, with its index (on the heap: QPs are built on the
+    /// stack of the create verb).
+    current: KVec<Sge>,
     current_len: usize,
     current_id: u32,
     scratch: KVec<u8>,
@@ -376,7 +377,7 @@ impl RecvRing {
             src,
             head: 0,
             max_sge,
-            current: [Sge::default(); MAX_SGE as usize],
+            current: KVec::from_elem(Sge::default(), max_sge as usize, GFP_KERNEL)?,
             current_len: 0,
             current_id: 0,
             scratch: KVec::from_elem(0u8, wqe_len, GFP_KERNEL)?,
