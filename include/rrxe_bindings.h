@@ -37,6 +37,7 @@ const unsigned int RRXE_IFF_UP = IFF_UP;
 const int RRXE_EOPNOTSUPP = EOPNOTSUPP;
 const unsigned int RRXE_PAGE_SHIFT = PAGE_SHIFT;
 const unsigned long RRXE_PAGE_SIZE = PAGE_SIZE;
+const unsigned long RRXE_RDMA_HW_STATS_DEFAULT_LIFESPAN = RDMA_HW_STATS_DEFAULT_LIFESPAN;
 
 /* ---- memory / tables ---- */
 #include <linux/highmem.h>

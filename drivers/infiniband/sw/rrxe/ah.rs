@@ -25,6 +25,13 @@ pub(crate) struct RrxeAh {
     num: u32,
 }
 
+impl RrxeAh {
+    /// The AH's number.
+    pub(crate) fn num(&self) -> u32 {
+        self.num
+    }
+}
+
 /// Creates an AH; user AHs learn their number from the response.
 pub(crate) fn create(
     dev: &Device<Rrxe>,

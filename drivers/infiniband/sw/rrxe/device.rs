@@ -7,12 +7,13 @@ use crate::cq::{self, RrxeCq};
 use crate::glue::bindings as b;
 use crate::glue::net::{self, RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
-use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
+use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use crate::glue::rdma::{
     find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr,
     PortEvent, PortImmutable, UData, WorkCompletion,
 };
 use crate::glue::srq::{Srq, SrqAttr, SrqModify, SrqRef};
+use crate::glue::stats::{CounterDescs, CounterNames};
 use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, Umem};
 use crate::mr::{self, MrState, RrxeMr};
@@ -22,12 +23,31 @@ use crate::srq::{self, RrxeSrq, SrqShared};
 use crate::transport::qp::responder::MAX_RD_ATOMIC;
 use crate::wq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::ARef;
 
 /// The only port of an rrxe device (IBA numbers CA ports from 1).
 pub(crate) const PORT: u32 = 1;
+
+/// Port counters. The `wire_*` ones count packets dropped before they could be matched
+/// to a device (bad ICRC, truncated or malformed IP/UDP, no device on the netdev): they
+/// are the same on every rrxe device of the host.
+static COUNTER_NAMES: CounterNames<12> = CounterNames::new([
+    c_str!("sent_pkts"),
+    c_str!("rcvd_pkts"),
+    c_str!("retransmitted_pkts"),
+    c_str!("rcvd_no_qp"),
+    c_str!("rcvd_queue_full"),
+    c_str!("rcvd_malformed"),
+    c_str!("send_errors"),
+    c_str!("send_no_path"),
+    c_str!("wire_icrc_errors"),
+    c_str!("wire_truncated"),
+    c_str!("wire_malformed"),
+    c_str!("wire_no_device"),
+]);
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
@@ -41,11 +61,23 @@ impl Counter {
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// The count so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
-/// Packets the device dropped, by reason, and other data-path events.
+/// Packets the device moved and dropped, by reason: the port counters of `rdma
+/// statistic`.
 #[derive(Default)]
 pub(crate) struct Counters {
+    /// Packets sent (requests and responses, first transmissions and retries).
+    pub(crate) sent_pkts: Counter,
+    /// Of those, retransmissions (IBA 9.7.6.1.3: after a timeout or a NAK).
+    pub(crate) retransmitted_pkts: Counter,
+    /// Packets received for a QP of this device.
+    pub(crate) rcvd_pkts: Counter,
     /// Received for a QP number that does not exist.
     pub(crate) rx_no_qp: Counter,
     /// Dropped because the QP's receive queue of packets was full.
@@ -244,6 +276,29 @@ impl Driver for Rrxe {
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
     const NODE_DESC: &'static [u8] = params::NODE_DESC;
+    const COUNTERS: CounterDescs = COUNTER_NAMES.descs();
+
+    fn read_counters(dev: &Device<Self>, values: &mut [u64]) {
+        let c = &dev.data().shared.counters;
+        let wire = net::counters().snapshot();
+        let all = [
+            c.sent_pkts.get(),
+            c.rcvd_pkts.get(),
+            c.retransmitted_pkts.get(),
+            c.rx_no_qp.get(),
+            c.rx_queue_full.get(),
+            c.rx_malformed.get(),
+            c.tx_errors.get(),
+            c.tx_no_path.get(),
+            wire.rx_bad_icrc,
+            wire.rx_truncated,
+            wire.rx_malformed,
+            wire.rx_no_device,
+        ];
+        for (v, a) in values.iter_mut().zip(all) {
+            *v = a;
+        }
+    }
 
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr) -> Result {
         *attr = DeviceAttr {
@@ -423,6 +478,18 @@ impl Driver for Rrxe {
 
     fn post_send_doorbell(qp: &Qp<Self>) -> Result {
         qp::doorbell(qp)
+    }
+
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp::post_recv(qp, wr)
+    }
+
+    fn post_recv_doorbell(qp: &Qp<Self>) {
+        qp::recv_doorbell(qp)
     }
 
     fn create_ah(

@@ -15,6 +15,9 @@ use core::cell::RefCell;
 
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
+    /// The network header of the datagram being delivered, for the GRH area of UD
+    /// receives.
+    pub(crate) grh: Option<[u8; 40]>,
     dev: &'a RrxeDevice,
     pd: PdId,
     sq: &'a RefCell<SendRing>,
@@ -28,7 +31,13 @@ impl<'a> QpMemory<'a> {
         sq: &'a RefCell<SendRing>,
         rq: &'a RefCell<RecvRing>,
     ) -> Self {
-        Self { dev, pd, sq, rq }
+        Self {
+            grh: None,
+            dev,
+            pd,
+            sq,
+            rq,
+        }
     }
 
     /// Copies between `buf` and the SGE list `sge(i)`, starting `offset` bytes into the list.
@@ -118,6 +127,13 @@ impl Memory for QpMemory<'_> {
                     .map_err(|_| LocalError::Protection)
             },
         )
+    }
+
+    fn write_grh(&mut self, wqe: &RecvWqe) -> Result<(), LocalError> {
+        match self.grh {
+            Some(grh) => self.scatter_recv(wqe, 0, &grh),
+            None => Ok(()),
+        }
     }
 
     fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {

@@ -38,7 +38,6 @@ enum Memory {
 
 /// An access to MR memory, each needing its own right (IBA 10.6.3.1, 10.6.7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // used by the data path
 pub(crate) enum Access {
     /// Gather from a local SGE: always allowed.
     LocalRead,
@@ -69,7 +68,6 @@ impl Access {
 /// protection error (or `LocLenErr` for bounds, at its choice) for local accesses, a Remote
 /// Access Error NAK for remote ones, except [`MrError::Misaligned`], an Invalid Request NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // used by the data path
 pub(crate) enum MrError {
     /// The MR was deregistered (or invalidated) since it was looked up.
     Invalid,
@@ -111,18 +109,7 @@ pub(crate) struct MrState {
     memory: Memory,
 }
 
-#[allow(dead_code)] // used by the data path
 impl MrState {
-    /// Its L_Key and R_Key.
-    pub(crate) fn key(&self) -> u32 {
-        self.key
-    }
-
-    /// Its protection domain.
-    pub(crate) fn pd(&self) -> PdId {
-        self.pd
-    }
-
     /// Whether it is still registered.
     pub(crate) fn is_valid(&self) -> bool {
         self.valid.load(Ordering::Acquire)
@@ -209,7 +196,6 @@ impl MrState {
 /// The MR that `key` names on `dev`, if it is registered: the whole key must match, not just
 /// the table index it carries. Any context; the caller must drop the reference it gets in
 /// process context (see the module documentation).
-#[allow(dead_code)] // used by the data path
 pub(crate) fn lookup(dev: &RrxeDevice, key: u32) -> Option<Arc<MrState>> {
     let mr = dev.mrs().get(region::key_index(key))?;
     (mr.key == key && mr.is_valid()).then_some(mr)

@@ -14,6 +14,7 @@ use crate::glue::net::{self, RxPacket};
 use crate::glue::qp::{
     AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef,
 };
+use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::rdma::{eopnotsupp, Device, UData, WcFields};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::task::{now_ns, Task, TaskOwner};
@@ -25,15 +26,17 @@ use crate::transport::qp::wqe::{RecvWqe, SendWqe};
 use crate::transport::qp::{
     AccessFlags, Io, ModifyQp, Qp as Engine, QpState, QpType, RecvQueue, SendQueue, MAX_PACKET_LEN,
 };
-use crate::wq::{RecvRing, SendRing, Service};
+use crate::wq::{RecvRing, RqPoster, SendRing, Service, SqPoster};
 use crate::Rrxe;
 use core::cell::RefCell;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
 static RX_LOCK: LockClass = LockClass::new();
+static POST_LOCK: LockClass = LockClass::new();
 
 /// Received packets a QP holds before its task takes them; beyond that they are dropped
 /// and counted, as a congested link would drop them.
@@ -63,6 +66,20 @@ pub(crate) struct QpShared {
     state: Mutex<Option<QpContext>>,
     #[pin]
     rx: IrqSpinLock<RxQueue>,
+    /// Producer sides of a kernel QP's rings (`None` for user QPs, whose rings userspace
+    /// fills); kernel consumers post from any context, so this is a spinlock, not the
+    /// task's mutex.
+    #[pin]
+    posters: IrqSpinLock<Posters>,
+    /// The engine's state as of the last modify or task run (`enum ib_qp_state`), for
+    /// posting without the mutex.
+    ib_state: AtomicU32,
+}
+
+/// See [`QpShared::posters`].
+struct Posters {
+    sq: Option<SqPoster>,
+    rq: Option<RqPoster>,
 }
 
 /// Packets waiting for the task, in arrival order.
@@ -132,6 +149,8 @@ impl TaskOwner for QpShared {
             return;
         };
         let more = st.run(&self.rx, &self.task);
+        self.ib_state
+            .store(state_to_ib(st.engine.state()), Ordering::Release);
         drop(guard);
         if more {
             self.task.kick();
@@ -176,57 +195,52 @@ pub(crate) fn create(
     init: &mut QpInit<'_, Rrxe>,
     udata: Option<&mut UData>,
 ) -> Result<(RrxeQp, u32)> {
-    // Kernel QPs (and with them the GSI QP) need the kernel posting API.
-    let Some(udata) = udata else {
-        return Err(eopnotsupp());
-    };
-    if init.kind == QpKind::Gsi {
+    let srq = init.srq.map(|s| s.data().shared());
+    // Kernel SRQs do not exist (no post_srq_recv), so only user QPs can name one.
+    if srq.is_some() && udata.is_none() {
         return Err(eopnotsupp());
     }
     let caps = init.caps;
-    let (mut sq, send_wr, send_sge, inline) = SendRing::new(
+    let (sq, send_wr, send_sge, inline) = SendRing::new(
         service(init.kind),
         caps.max_send_wr,
         caps.max_send_sge,
         caps.max_inline_data,
         init.signal_all,
+        udata.as_deref(),
     )?;
-    let srq = init.srq.map(|s| s.data().shared());
-    let (rq, granted) = match srq {
-        // IBA 10.2.9: a QP on an SRQ has no receive queue of its own; rdma_rxe leaves
-        // `rq_mi` unwritten, and the provider ignores it.
-        Some(srq) => {
-            let rq = RecvRing::from_srq(srq)?;
-            let granted = QpCaps {
-                max_send_wr: send_wr,
-                max_send_sge: send_sge,
-                max_inline_data: inline,
-                max_recv_wr: 0,
-                max_recv_sge: 0,
-            };
-            let sq_mi = sq.export(udata)?;
-            udata.respond_mmap_info_at(
-                core::mem::offset_of!(crate::glue::bindings::rxe_create_qp_resp, sq_mi),
-                core::mem::size_of::<crate::glue::bindings::rxe_create_qp_resp>(),
-                &sq_mi,
-            )?;
-            (rq, granted)
+    let (rq, recv_wr, recv_sge) = match srq {
+        // IBA 10.2.9: a QP on an SRQ has no receive queue of its own.
+        Some(srq) => (RecvRing::from_srq(srq)?, 0, 0),
+        None => RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge, udata.as_deref())?,
+    };
+    let granted = QpCaps {
+        max_send_wr: send_wr,
+        max_send_sge: send_sge,
+        max_inline_data: inline,
+        max_recv_wr: recv_wr,
+        max_recv_sge: recv_sge,
+    };
+    let posters = match udata {
+        Some(udata) => {
+            let sq_mi = sq.mmap_info().unwrap_or_default();
+            match rq.mmap_info() {
+                Some(rq_mi) => {
+                    udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?
+                }
+                // On an SRQ, rdma_rxe leaves `rq_mi` unwritten; the provider ignores it.
+                None => udata.respond_mmap_info_at(
+                    core::mem::offset_of!(crate::glue::bindings::rxe_create_qp_resp, sq_mi),
+                    core::mem::size_of::<crate::glue::bindings::rxe_create_qp_resp>(),
+                    &sq_mi,
+                )?,
+            }
+            Posters { sq: None, rq: None }
         }
-        None => {
-            let (mut rq, recv_wr, recv_sge) =
-                RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge)?;
-            let granted = QpCaps {
-                max_send_wr: send_wr,
-                max_send_sge: send_sge,
-                max_inline_data: inline,
-                max_recv_wr: recv_wr,
-                max_recv_sge: recv_sge,
-            };
-            let rq_mi = rq.export(udata)?;
-            let sq_mi = sq.export(udata)?;
-            udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?;
-            (rq, granted)
-        }
+        None => Posters {
+            sq: Some(sq.poster()?),
+            rq: Some(rq.poster()?),
+        },
     };
     let tx = KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?;
 
@@ -249,12 +263,17 @@ pub(crate) fn create(
             task <- Task::new(),
             state <- new_mutex!(None, "rrxe_qp"),
             rx <- IrqSpinLock::new(rx, c_str!("rrxe_qp_rx"), &RX_LOCK),
+            posters <- IrqSpinLock::new(posters, c_str!("rrxe_qp_post"), &POST_LOCK),
+            ib_state: AtomicU32::new(0),
         }),
         GFP_KERNEL,
     )?;
-    let qpn = shared_dev
-        .qps
-        .insert(params::MIN_QPN, params::MAX_QPN, shared.clone())?;
+    // IBA 3.5.1: the GSI QP is QP1.
+    let (min, max) = match init.kind {
+        QpKind::Gsi => (1, 1),
+        _ => (params::MIN_QPN, params::MAX_QPN),
+    };
+    let qpn = shared_dev.qps.insert(min, max, shared.clone())?;
     {
         let mut st = state;
         st.engine.set_qpn(qpn);
@@ -281,22 +300,54 @@ pub(crate) fn destroy(qp: &Qp<Rrxe>) {
     drop(state);
 }
 
-/// Rings the doorbell of a user QP (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
+/// Whether the send queue accepts work in `ib_state` (IBA 10.3.1: not before RTS; in the
+/// error states WRs are accepted and flushed).
+fn send_allowed(ib_state: u32) -> bool {
+    !matches!(
+        state_from_ib(ib_state),
+        Some(QpState::Reset | QpState::Init | QpState::Rtr)
+    )
+}
+
+/// Rings the send doorbell (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
 pub(crate) fn doorbell(qp: &Qp<Rrxe>) -> Result {
     let shared = &qp.data().shared;
-    {
-        let guard = shared.state.lock();
-        let st = guard.as_ref().ok_or(EINVAL)?;
-        // IBA 10.8.2 / rdma_rxe: posting sends before RTS is refused (the WQEs wait).
-        if matches!(
-            st.engine.state(),
-            QpState::Reset | QpState::Init | QpState::Rtr
-        ) {
-            return Err(EINVAL);
-        }
+    if !send_allowed(shared.ib_state.load(Ordering::Acquire)) {
+        // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
+        return Err(EINVAL);
     }
     shared.task.kick();
     Ok(())
+}
+
+/// Posts a kernel send WR (IBA 11.4.1.1).
+pub(crate) fn post_send(qp: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
+    let shared = &qp.data().shared;
+    if !send_allowed(shared.ib_state.load(Ordering::Acquire)) {
+        return Err(EINVAL);
+    }
+    let ah_num = match &wr.ud {
+        Some(ud) => ud.ah.data().num(),
+        None => 0,
+    };
+    let mut posters = shared.posters.lock();
+    // User QPs are posted to through their rings only.
+    posters.sq.as_mut().ok_or(EINVAL)?.post(wr, ah_num)
+}
+
+/// Posts a kernel receive WR (IBA 11.4.1.2): allowed in every state but RESET.
+pub(crate) fn post_recv(qp: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
+    let shared = &qp.data().shared;
+    if state_from_ib(shared.ib_state.load(Ordering::Acquire)) == Some(QpState::Reset) {
+        return Err(EINVAL);
+    }
+    let mut posters = shared.posters.lock();
+    posters.rq.as_mut().ok_or(EINVAL)?.post(wr)
+}
+
+/// Receive WRs were posted: the task may owe the requester a credit update.
+pub(crate) fn recv_doorbell(qp: &Qp<Rrxe>) {
+    qp.data().shared.task.kick();
 }
 
 fn state_from_ib(v: u32) -> Option<QpState> {
@@ -429,6 +480,9 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, m: &QpModify) -> Result {
     if let Some(v) = m.sqd_notify {
         st.sqd_notify = v;
     }
+    shared
+        .ib_state
+        .store(state_to_ib(st.engine.state()), Ordering::Release);
     drop(guard);
     // Flush completions (ERR), a drained SQ event (SQD), or sends waiting since before RTS.
     shared.task.kick();
@@ -472,6 +526,7 @@ pub(crate) fn deliver(dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
         dev.counters.rx_queue_full.inc();
         return;
     }
+    dev.counters.rcvd_pkts.inc();
     qp.task.kick();
 }
 
@@ -501,28 +556,45 @@ impl QpContext {
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
         let mut mem = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
-        let mut io = Io {
-            sq: &mut sqv,
-            rq: &mut rqv,
-            mem: &mut mem,
-        };
+        // The engine borrows the queues and memory for one call at a time.
+        macro_rules! io {
+            () => {
+                &mut Io {
+                    sq: &mut sqv,
+                    rq: &mut rqv,
+                    mem: &mut mem,
+                }
+            };
+        }
         let mut budget = BUDGET;
         let pmtu = self.engine.attrs().path_mtu.bytes();
+        let ud = matches!(self.kind, QpKind::Ud | QpKind::Gsi);
         while budget > 0 {
             let Some(pkt) = rx.lock().pop() else {
                 break;
             };
             budget -= 1;
             match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
-                Ok(p) => self.engine.handle_packet(now, &p, &mut io),
+                Ok(p) => {
+                    let v4 = pkt.src_ip().is_v4();
+                    mem.grh = ud.then(|| grh_of(&pkt));
+                    self.engine.handle_packet(now, &p, io!());
+                    // Completions now, while the datagram's network type is known.
+                    while let Some(c) = self.engine.poll_completion(io!()) {
+                        self.complete(&c, ud.then_some(v4));
+                    }
+                }
                 Err(_) => dev.shared().counters.rx_malformed.inc(),
             }
         }
+        // Receives may have been posted since the last run (user QPs post without a system
+        // call): an RC responder that advertised no credits owes the requester an update.
+        self.engine.post_recv(io!());
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
-            self.engine.handle_timeout(now, &mut io);
+            self.engine.handle_timeout(now, io!());
         }
         while budget > 0 {
-            let Some(t) = self.engine.poll_transmit(now, &mut self.tx, &mut io) else {
+            let Some(t) = self.engine.poll_transmit(now, &mut self.tx, io!()) else {
                 break;
             };
             budget -= 1;
@@ -530,13 +602,16 @@ impl QpContext {
                 Some(ah_num) => ah::lookup(dev, self.qp.pd_id(), ah_num),
                 None => self.path,
             };
+            if t.retransmission {
+                dev.shared().counters.retransmitted_pkts.inc();
+            }
             match path {
                 Some(av) => send(dev, &av, self.qp.qpn(), &mut self.tx[..t.len]),
                 None => dev.shared().counters.tx_no_path.inc(),
             }
         }
-        while let Some(c) = self.engine.poll_completion(&mut io) {
-            self.complete(&c);
+        while let Some(c) = self.engine.poll_completion(io!()) {
+            self.complete(&c, None);
         }
         while let Some(e) = self.engine.poll_event() {
             let ev = match e {
@@ -564,7 +639,7 @@ impl QpContext {
         budget == 0 || rx.lock().len > 0
     }
 
-    fn complete(&self, c: &Completion) {
+    fn complete(&self, c: &Completion, network_v4: Option<bool>) {
         let opcode = match c.opcode {
             WcOpcode::Send => 0,
             WcOpcode::RdmaWrite => 1,
@@ -585,12 +660,56 @@ impl QpContext {
             qp_num: self.qp.qpn(),
             src_qp: c.src_qp,
             grh: c.queue == WorkQueue::Recv && matches!(self.kind, QpKind::Ud | QpKind::Gsi),
+            network_v4: if c.queue == WorkQueue::Recv {
+                network_v4
+            } else {
+                None
+            },
         };
         match c.queue {
             WorkQueue::Send => cq::post(self.qp.send_cq(), &self.qp, &wc, false),
             WorkQueue::Recv => cq::post(self.qp.recv_cq(), &self.qp, &wc, c.solicited),
         }
     }
+}
+
+/// The GRH area of a UD receive (IBA 11.4.1.2) for a RoCEv2 datagram: the IPv6 header, or
+/// the IPv4 header in its last 20 bytes, as the verbs layer reads it back
+/// (`ib_get_gids_from_rdma_hdr`: an IPv4 header with a valid checksum).
+fn grh_of(pkt: &RxPacket) -> [u8; 40] {
+    let mut g = [0u8; 40];
+    let src = pkt.src_ip();
+    let dst = pkt.dst_ip();
+    let udp_len = pkt.bth_to_icrc().len() + 8;
+    match (src.v4(), dst.v4()) {
+        (Some(s), Some(d)) => {
+            let h = &mut g[20..];
+            h[0] = 0x45;
+            h[2..4].copy_from_slice(&((udp_len + 20) as u16).to_be_bytes());
+            h[6] = 0x40; // DF
+            h[8] = 64;
+            h[9] = 17; // UDP
+            h[12..16].copy_from_slice(&s);
+            h[16..20].copy_from_slice(&d);
+            let mut sum = 0u32;
+            for w in h.chunks(2) {
+                sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            }
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => {
+            g[0] = 0x60;
+            g[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+            g[6] = 17;
+            g[7] = 64;
+            g[8..24].copy_from_slice(&src.octets());
+            g[24..40].copy_from_slice(&dst.octets());
+        }
+    }
+    g
 }
 
 /// Sends one packet along `av`; traffic to this device's own address takes the loopback
@@ -608,8 +727,9 @@ fn send(dev: &RrxeDevice, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
     } else {
         net::transmit(dev.netdev(), &path, pkt)
     };
-    if result.is_err() {
-        dev.shared().counters.tx_errors.inc();
+    match result {
+        Ok(()) => dev.shared().counters.sent_pkts.inc(),
+        Err(_) => dev.shared().counters.tx_errors.inc(),
     }
 }
 

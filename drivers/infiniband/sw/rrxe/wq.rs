@@ -8,11 +8,13 @@
 //! what it validated is what it executes. Indices seen by the engine run freely (u32); the
 //! ring's own indices are masked.
 
+use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::UData;
 use crate::srq::SrqShared;
 use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
 use crate::transport::qp::{RecvQueue, SendQueue};
+use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -89,7 +91,9 @@ fn sge_at(b: &[u8], at: usize) -> Sge {
 
 /// A send queue: the shared ring and the kernel's copies of its WQEs.
 pub(crate) struct SendRing {
-    ring: SharedQueue,
+    ring: Arc<SharedQueue>,
+    /// Where userspace maps a user QP's ring.
+    mi: Option<MmapInfo>,
     /// Copies of the slots, same layout as the ring.
     copies: KVVec<u8>,
     /// Free-running index of the oldest WQE not retired.
@@ -112,12 +116,15 @@ impl SendRing {
         max_sge: u32,
         max_inline: u32,
         signal_all: bool,
+        udata: Option<&UData>,
     ) -> Result<(Self, u32, u32, u32)> {
         if max_wr == 0 || max_wr > MAX_WR || max_sge > MAX_SGE || max_inline > MAX_INLINE {
             return Err(EINVAL);
         }
         let area = (max_sge as usize * SGE_LEN).max(max_inline as usize);
-        let ring = SharedQueue::new(max_wr, SEND_WQE_HEADER + area)?;
+        let mut queue = SharedQueue::new(max_wr, SEND_WQE_HEADER + area)?;
+        let mi = udata.map(|u| queue.export(u)).transpose()?;
+        let ring = Arc::new(queue, GFP_KERNEL)?;
         let slots = ring.capacity() as usize + 1;
         let copies = KVVec::from_elem(0u8, slots * ring.slot_size(), GFP_KERNEL)?;
         let granted_wr = ring.capacity();
@@ -130,6 +137,7 @@ impl SendRing {
                 head: 0,
                 copied: 0,
                 service,
+                mi,
                 max_sge: sge,
                 max_inline: inline,
                 signal_all,
@@ -140,9 +148,20 @@ impl SendRing {
         ))
     }
 
-    /// Exports the ring to the creating process.
-    pub(crate) fn export(&mut self, udata: &UData) -> Result<MmapInfo> {
-        self.ring.export(udata)
+    /// Where userspace maps the ring of a user QP.
+    pub(crate) fn mmap_info(&self) -> Option<MmapInfo> {
+        self.mi
+    }
+
+    /// The producer side of the ring, for kernel consumers that post work requests.
+    pub(crate) fn poster(&self) -> Result<SqPoster> {
+        let scratch = KVec::from_elem(0u8, self.ring.slot_size(), GFP_KERNEL)?;
+        Ok(SqPoster {
+            ring: self.ring.clone(),
+            max_sge: self.max_sge,
+            max_inline: self.max_inline,
+            scratch,
+        })
     }
 
     fn mask(&self) -> u32 {
@@ -328,7 +347,7 @@ impl SendQueue for SendRing {
 /// Where a QP's receive WQEs come from.
 enum RecvSource {
     /// The QP's own receive queue.
-    Ring(SharedQueue),
+    Ring(Arc<SharedQueue>),
     /// A shared receive queue (IBA 10.2.9), which other QPs take from too.
     Srq(Arc<SrqShared>),
 }
@@ -336,6 +355,8 @@ enum RecvSource {
 /// A receive queue: the shared ring (or the SRQ) and a copy of the WQE being filled.
 pub(crate) struct RecvRing {
     src: RecvSource,
+    /// Where userspace maps a user QP's ring.
+    mi: Option<MmapInfo>,
     /// Free-running index of the next WQE to take.
     head: u32,
     max_sge: u32,
@@ -350,16 +371,22 @@ pub(crate) struct RecvRing {
 impl RecvRing {
     /// A receive queue for `max_wr` WQEs of up to `max_sge` SGEs; returns it with the
     /// granted number of WRs.
-    pub(crate) fn new(max_wr: u32, max_sge: u32) -> Result<(Self, u32, u32)> {
+    pub(crate) fn new(
+        max_wr: u32,
+        max_sge: u32,
+        udata: Option<&UData>,
+    ) -> Result<(Self, u32, u32)> {
         if max_wr == 0 || max_wr > MAX_WR || max_sge > MAX_SGE {
             return Err(EINVAL);
         }
         let max_sge = max_sge.max(1);
         let slot = RECV_WQE_HEADER + max_sge as usize * SGE_LEN;
-        let ring = SharedQueue::new(max_wr, slot)?;
+        let mut queue = SharedQueue::new(max_wr, slot)?;
+        let mi = udata.map(|u| queue.export(u)).transpose()?;
+        let ring = Arc::new(queue, GFP_KERNEL)?;
         let granted = ring.capacity();
         Ok((
-            Self::with_source(RecvSource::Ring(ring), max_sge, slot)?,
+            Self::with_source(RecvSource::Ring(ring), mi, max_sge, slot)?,
             granted,
             max_sge,
         ))
@@ -369,12 +396,37 @@ impl RecvRing {
     pub(crate) fn from_srq(srq: Arc<SrqShared>) -> Result<Self> {
         let max_sge = srq.max_sge();
         let len = srq.wqe_len();
-        Self::with_source(RecvSource::Srq(srq), max_sge, len)
+        Self::with_source(RecvSource::Srq(srq), None, max_sge, len)
     }
 
-    fn with_source(src: RecvSource, max_sge: u32, wqe_len: usize) -> Result<Self> {
+    /// Where userspace maps the ring of a user QP (none on an SRQ).
+    pub(crate) fn mmap_info(&self) -> Option<MmapInfo> {
+        self.mi
+    }
+
+    /// The producer side of the ring, for kernel consumers.
+    pub(crate) fn poster(&self) -> Result<RqPoster> {
+        let RecvSource::Ring(ring) = &self.src else {
+            // Kernel SRQs (and with them kernel QPs on one) do not exist yet.
+            return Err(EINVAL);
+        };
+        let scratch = KVec::from_elem(0u8, ring.slot_size(), GFP_KERNEL)?;
+        Ok(RqPoster {
+            ring: ring.clone(),
+            max_sge: self.max_sge,
+            scratch,
+        })
+    }
+
+    fn with_source(
+        src: RecvSource,
+        mi: Option<MmapInfo>,
+        max_sge: u32,
+        wqe_len: usize,
+    ) -> Result<Self> {
         Ok(Self {
             src,
+            mi,
             head: 0,
             max_sge,
             current: KVec::from_elem(Sge::default(), max_sge as usize, GFP_KERNEL)?,
@@ -382,15 +434,6 @@ impl RecvRing {
             current_id: 0,
             scratch: KVec::from_elem(0u8, wqe_len, GFP_KERNEL)?,
         })
-    }
-
-    /// Exports the ring to the creating process.
-    pub(crate) fn export(&mut self, udata: &UData) -> Result<MmapInfo> {
-        match &mut self.src {
-            RecvSource::Ring(ring) => ring.export(udata),
-            // The SRQ's ring was exported when the SRQ was created.
-            RecvSource::Srq(_) => Err(EINVAL),
-        }
     }
 
     /// Drops every posted WQE without completing it (entering RESET). An SRQ keeps its
@@ -478,5 +521,131 @@ impl RecvQueue for RecvRing {
 
     fn is_shared(&self) -> bool {
         matches!(self.src, RecvSource::Srq(_))
+    }
+}
+
+fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+/// Claims the slot at the producer index of `ring`, or fails with `ENOMEM` when the ring
+/// is full (IBA 11.4.1.1: posting to a full work queue is an immediate error).
+fn claim(ring: &SharedQueue) -> Result<u32> {
+    let producer = ring.producer();
+    if ring.next(producer) == ring.consumer() {
+        return Err(ENOMEM);
+    }
+    Ok(producer)
+}
+
+/// Posts kernel send WRs into a send queue's ring, in the format userspace would write, so
+/// the requester handles kernel and user WQEs alike. Callers serialise posts (the QP's
+/// poster lock).
+pub(crate) struct SqPoster {
+    ring: Arc<SharedQueue>,
+    max_sge: u32,
+    max_inline: u32,
+    scratch: KVec<u8>,
+}
+
+impl SqPoster {
+    /// Writes one WR; `ah_num` is the number of its AH (UD).
+    pub(crate) fn post(&mut self, wr: &SendWr<'_, Rrxe>, ah_num: u32) -> Result {
+        let slot = claim(&self.ring)?;
+        let b = &mut self.scratch[..];
+        b.fill(0);
+        put_u64(b, 0, wr.wr_id());
+        put_u32(b, 12, wr.opcode);
+        put_u32(b, 16, wr.flags);
+        put_u32(b, 20, wr.ex());
+        match wr.opcode {
+            wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD => {
+                put_u64(b, 24, wr.remote.0);
+                put_u64(b, 32, wr.atomic.0);
+                put_u64(b, 40, wr.atomic.1);
+                put_u32(b, 48, wr.remote.1);
+            }
+            _ => {
+                put_u64(b, 24, wr.remote.0);
+                put_u32(b, 32, wr.remote.1);
+            }
+        }
+        if let Some(ud) = &wr.ud {
+            put_u32(b, 24, ud.remote_qpn);
+            put_u32(b, 28, ud.remote_qkey);
+            b[32..34].copy_from_slice(&ud.pkey_index.to_ne_bytes());
+            put_u32(b, 36, ah_num);
+        }
+        let n = wr.num_sge();
+        if wr.flags & send_flag::INLINE != 0 {
+            let mut at = SEND_WQE_HEADER;
+            for i in 0..n {
+                let data = wr.inline_bytes(i).ok_or(EINVAL)?;
+                let end = at + data.len();
+                if end > SEND_WQE_HEADER + self.max_inline as usize {
+                    return Err(EINVAL);
+                }
+                b[at..end].copy_from_slice(data);
+                at = end;
+            }
+            put_u32(b, 184, (at - SEND_WQE_HEADER) as u32);
+        } else {
+            if n > self.max_sge as usize {
+                return Err(EINVAL);
+            }
+            let mut length = 0u32;
+            for i in 0..n {
+                let sge = wr.sge(i).ok_or(EINVAL)?;
+                let at = SEND_WQE_HEADER + i * SGE_LEN;
+                put_u64(b, at, sge.addr);
+                put_u32(b, at + 8, sge.length);
+                put_u32(b, at + 12, sge.lkey);
+                length = length.wrapping_add(sge.length);
+            }
+            put_u32(b, 184, length);
+            put_u32(b, 196, n as u32);
+        }
+        self.ring.write_slot_bytes(slot, b);
+        self.ring.set_producer(self.ring.next(slot));
+        Ok(())
+    }
+}
+
+/// Posts kernel receive WRs into a receive queue's ring.
+pub(crate) struct RqPoster {
+    ring: Arc<SharedQueue>,
+    max_sge: u32,
+    scratch: KVec<u8>,
+}
+
+impl RqPoster {
+    /// Writes one WR.
+    pub(crate) fn post(&mut self, wr: &RecvWr<'_>) -> Result {
+        let n = wr.num_sge();
+        if n > self.max_sge as usize {
+            return Err(EINVAL);
+        }
+        let slot = claim(&self.ring)?;
+        let b = &mut self.scratch[..];
+        b.fill(0);
+        put_u64(b, 0, wr.wr_id());
+        let mut length = 0u32;
+        for i in 0..n {
+            let sge = wr.sge(i).ok_or(EINVAL)?;
+            let at = RECV_WQE_HEADER + i * SGE_LEN;
+            put_u64(b, at, sge.addr);
+            put_u32(b, at + 8, sge.length);
+            put_u32(b, at + 12, sge.lkey);
+            length = length.wrapping_add(sge.length);
+        }
+        put_u32(b, 16, length);
+        put_u32(b, 28, n as u32);
+        self.ring.write_slot_bytes(slot, b);
+        self.ring.set_producer(self.ring.next(slot));
+        Ok(())
     }
 }

@@ -32,7 +32,6 @@ const BTH_LEN: usize = 12;
 const MIN_UDP_LEN: usize = UDP_HEADER_LEN + BTH_LEN + ICRC_LEN;
 const IPPROTO_UDP: u8 = 17;
 /// IPv4 "Don't Fragment", in the flags/fragment-offset field.
-#[allow(dead_code)] // used once QPs land
 const IP_DF: u16 = 0x4000;
 
 // ---------------------------------------------------------------------------------------
@@ -44,7 +43,6 @@ const IP_DF: u16 = 0x4000;
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct IpAddr([u8; 16]);
 
-#[allow(dead_code)] // used once QPs land
 impl IpAddr {
     /// The IPv4-mapped form of `addr`.
     pub(crate) const fn from_v4(addr: [u8; 4]) -> Self {
@@ -127,7 +125,6 @@ impl WireCounters {
     }
 
     /// Counts one packet the handler had no device for.
-    #[allow(dead_code)] // used once QPs land
     pub(crate) fn count_no_device(&self) {
         bump(&self.rx_no_device);
     }
@@ -149,7 +146,6 @@ impl WireCounters {
 }
 
 /// The kernel error for a positive errno constant from the bindings.
-#[allow(dead_code)] // used once QPs land
 fn errno(e: c_int) -> Error {
     Error::from_errno(-e)
 }
@@ -161,7 +157,6 @@ fn bump(counter: &AtomicU64) {
 static COUNTERS: WireCounters = WireCounters::new();
 
 /// The wire path's counters.
-#[allow(dead_code)] // used once QPs land
 pub(crate) fn counters() -> &'static WireCounters {
     &COUNTERS
 }
@@ -184,7 +179,6 @@ impl Skb {
     }
 
     /// A new skb with `headroom` bytes reserved and room for `len` more (GFP_ATOMIC).
-    #[allow(dead_code)] // used once QPs land
     fn alloc(headroom: u32, len: u32) -> Result<Self> {
         let size = headroom.checked_add(len).ok_or(EINVAL)?;
         // SAFETY: allocation has no preconditions; GFP_ATOMIC does not sleep.
@@ -224,7 +218,6 @@ impl Skb {
     }
 
     /// Appends `len` bytes and returns them.
-    #[allow(dead_code)] // used once QPs land
     fn put(&mut self, len: usize) -> &mut [u8] {
         // SAFETY: the skb was allocated with tailroom for the whole packet (see `alloc`), and
         // `skb_put` returns `len` writable bytes.
@@ -235,7 +228,6 @@ impl Skb {
     }
 
     /// Prepends `len` bytes and returns them.
-    #[allow(dead_code)] // used once QPs land
     fn push(&mut self, len: usize) -> &mut [u8] {
         // SAFETY: the skb was allocated with headroom for every header pushed (see `build`);
         // `skb_push` returns `len` writable bytes.
@@ -282,7 +274,6 @@ pub(crate) trait RxHandler: 'static {
 
 /// A received RoCEv2 packet whose lengths and ICRC were checked; owns its skb (freed when
 /// dropped) and a reference to the device it came in on.
-#[allow(dead_code)] // used once QPs land
 pub(crate) struct RxPacket {
     skb: NonNull<bindings::sk_buff>,
     netdev: ARef<NetDevice>,
@@ -291,7 +282,6 @@ pub(crate) struct RxPacket {
     payload_len: usize,
     src: IpAddr,
     dst: IpAddr,
-    src_port: u16,
 }
 
 // SAFETY: the skb is owned exclusively (its dst, which may be an RCU-only reference, was
@@ -301,7 +291,6 @@ unsafe impl Send for RxPacket {}
 // SAFETY: `&RxPacket` only reads immutable data.
 unsafe impl Sync for RxPacket {}
 
-#[allow(dead_code)] // used once QPs land
 impl RxPacket {
     /// The transport packet: BTH through pad (the ICRC excluded).
     pub(crate) fn payload(&self) -> &[u8] {
@@ -326,16 +315,6 @@ impl RxPacket {
     /// The destination IP address.
     pub(crate) fn dst_ip(&self) -> IpAddr {
         self.dst
-    }
-
-    /// The UDP source port (the sender's flow entropy).
-    pub(crate) fn src_port(&self) -> u16 {
-        self.src_port
-    }
-
-    /// The device the packet arrived on.
-    pub(crate) fn netdev(&self) -> &NetDevice {
-        &self.netdev
     }
 
     /// Frees the packet as a drop (`kfree_skb`, visible to drop monitors) rather than as a
@@ -436,7 +415,6 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
         Err(_) => return Err(RxDrop::Truncated),
     }
 
-    let src_port = u16::from_be_bytes([udp[0], udp[1]]);
     let payload_len = udp_payload.len() - ICRC_LEN;
     let payload = NonNull::from(udp_payload).cast::<u8>();
     // SAFETY: we own the skb. On reception its dst may be a reference valid only inside the
@@ -449,7 +427,6 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
         payload_len,
         src,
         dst,
-        src_port,
     })
 }
 
@@ -458,8 +435,6 @@ fn deliver<H: RxHandler>(skb: Skb, netdev: &NetDevice) {
     match parse(skb, netdev) {
         Ok(pkt) => {
             bump(&COUNTERS.rx_packets);
-            #[cfg(rrxe_wire_echo)]
-            echo::reflect::<H>(netdev, &pkt);
             H::receive(netdev, pkt);
         }
         Err(why) => why.count(),
@@ -682,7 +657,6 @@ impl Drop for TunnelRef {
 
 /// Where a packet goes.
 #[derive(Clone, Copy, Debug)]
-#[allow(dead_code)] // used once QPs land
 pub(crate) struct TxPath {
     /// Source address (one of the netdev's, from the source GID).
     pub(crate) src: IpAddr,
@@ -697,7 +671,6 @@ pub(crate) struct TxPath {
 }
 
 /// A route (`struct dst_entry` reference).
-#[allow(dead_code)] // used once QPs land
 struct Dst(NonNull<bindings::dst_entry>);
 
 impl Drop for Dst {
@@ -707,7 +680,6 @@ impl Drop for Dst {
     }
 }
 
-#[allow(dead_code)] // used once QPs land
 fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
     let mut dst = ptr::null_mut();
     // SAFETY: the netdev is live.
@@ -736,7 +708,6 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
 /// on `path`, ICRC filled in, `data` at the IP header and the network and transport headers
 /// set.
-#[allow(dead_code)] // used once QPs land
 fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
     if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
         return Err(EINVAL);
@@ -849,7 +820,6 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
 /// Does not sleep: callable from process context and softirq. Failures (`ENETUNREACH`,
 /// `EHOSTUNREACH`, `ENOMEM`, `ENOBUFS` for a packet the stack dropped, `EINVAL` for a
 /// malformed request) are counted in `tx_errors`.
-#[allow(dead_code)] // used once QPs land
 pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
     let ret = try_transmit(netdev, path, bth_to_icrc);
     bump(if ret.is_ok() {
@@ -860,7 +830,6 @@ pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
     ret
 }
 
-#[allow(dead_code)] // used once QPs land
 fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
     let dst = route(netdev, path)?;
     let skb = build(netdev, path, bth_to_icrc)?;
@@ -892,7 +861,6 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
 /// Builds the packet [`transmit`] would send and hands it to `H` as if it had been received
 /// on `netdev`, bypassing the network stack; for destinations on this host. The caller
 /// decides when that is. Does not sleep.
-#[allow(dead_code)] // used once QPs land
 pub(crate) fn loopback<H: RxHandler>(
     netdev: &NetDevice,
     path: &TxPath,
@@ -916,41 +884,4 @@ pub(crate) fn loopback<H: RxHandler>(
     bump(&COUNTERS.tx_packets);
     deliver::<H>(skb, netdev);
     Ok(())
-}
-
-/// Test builds only (see the Kbuild file): reflects packets from [`echo::TRIGGER_PORT`] so that
-/// the VM tests exercise [`transmit`] and [`loopback`] without QPs.
-#[cfg(rrxe_wire_echo)]
-mod echo {
-    use super::*;
-
-    /// UDP source port of the packets reflected (tests/lib/roce_send.py sends from it).
-    pub(super) const TRIGGER_PORT: u16 = 0xC121;
-    /// UDP source port of the reflection sent back over the wire.
-    const WIRE_PORT: u16 = 0xE0E0;
-    /// UDP source port of the reflection looped back.
-    const LOOP_PORT: u16 = 0xE0E1;
-
-    pub(super) fn reflect<H: RxHandler>(netdev: &NetDevice, pkt: &RxPacket) {
-        if pkt.src_port() != TRIGGER_PORT {
-            return;
-        }
-        let mut buf = KVec::new();
-        if buf.extend_from_slice(pkt.payload(), GFP_ATOMIC).is_err()
-            || buf.extend_from_slice(&[0u8; ICRC_LEN], GFP_ATOMIC).is_err()
-        {
-            return;
-        }
-        let mut path = TxPath {
-            src: pkt.dst_ip(),
-            dst: pkt.src_ip(),
-            src_port: WIRE_PORT,
-            tclass: 0,
-            hop_limit: 64,
-        };
-        let sent = transmit(netdev, &path, &buf);
-        path.src_port = LOOP_PORT;
-        let looped = loopback::<H>(netdev, &path, &buf);
-        pr_info!("wire echo: transmit {:?}, loopback {:?}\n", sent, looped);
-    }
 }

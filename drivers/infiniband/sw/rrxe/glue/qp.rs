@@ -255,6 +255,127 @@ pub(crate) struct QpQuery {
     pub(crate) rnr_retry: u8,
 }
 
+/// A scatter/gather element of a kernel work request (`struct ib_sge`): kernel virtual
+/// addresses, on a software device.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KernelSge {
+    /// Address.
+    pub(crate) addr: u64,
+    /// Length in bytes.
+    pub(crate) length: u32,
+    /// L_Key.
+    pub(crate) lkey: u32,
+}
+
+/// The destination of a kernel UD send (`struct ib_ud_wr`).
+pub(crate) struct UdTarget<'a, T: Driver> {
+    /// Address handle.
+    pub(crate) ah: &'a Ah<T>,
+    /// Destination QP.
+    pub(crate) remote_qpn: u32,
+    /// Q_Key.
+    pub(crate) remote_qkey: u32,
+    /// P_Key index (GSI only).
+    pub(crate) pkey_index: u16,
+}
+
+/// A kernel send work request (IBA 11.4.1.1), read from the consumer's `ib_send_wr` and the
+/// opcode-specific structure around it.
+pub(crate) struct SendWr<'a, T: Driver> {
+    raw: &'a bindings::ib_send_wr,
+    /// `enum ib_wr_opcode`.
+    pub(crate) opcode: u32,
+    /// `IB_SEND_*` flags.
+    pub(crate) flags: u32,
+    /// Remote address and key (RDMA and atomic operations).
+    pub(crate) remote: (u64, u32),
+    /// Compare/add and swap operands (atomics).
+    pub(crate) atomic: (u64, u64),
+    /// Destination (UD and GSI QPs).
+    pub(crate) ud: Option<UdTarget<'a, T>>,
+}
+
+impl<T: Driver> SendWr<'_, T> {
+    /// The WR id (or the consumer's `ib_cqe` pointer, carried the same way).
+    pub(crate) fn wr_id(&self) -> u64 {
+        // SAFETY: both union members are 8 bytes wide; the value is only carried.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    /// Immediate data or invalidated R_Key, as the raw union bits.
+    pub(crate) fn ex(&self) -> u32 {
+        // SAFETY: both union members are 4-byte integers.
+        unsafe { self.raw.ex.invalidate_rkey }
+    }
+
+    /// Number of SGEs.
+    pub(crate) fn num_sge(&self) -> usize {
+        usize::try_from(self.raw.num_sge).unwrap_or(0)
+    }
+
+    /// SGE `i`.
+    pub(crate) fn sge(&self, i: usize) -> Option<KernelSge> {
+        if i >= self.num_sge() || self.raw.sg_list.is_null() {
+            return None;
+        }
+        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list`.
+        let s = unsafe { &*self.raw.sg_list.add(i) };
+        Some(KernelSge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
+    }
+
+    /// The bytes SGE `i` names, for inline sends: kernel consumers pass kernel virtual
+    /// addresses of memory they own for the duration of the post.
+    pub(crate) fn inline_bytes(&self, i: usize) -> Option<&[u8]> {
+        let s = self.sge(i)?;
+        if s.length == 0 {
+            return Some(&[]);
+        }
+        let addr = usize::try_from(s.addr).ok()? as *const u8;
+        if addr.is_null() {
+            return None;
+        }
+        // SAFETY: per IB_SEND_INLINE's contract, the SGE names `length` readable bytes of
+        // kernel memory until ib_post_send returns.
+        Some(unsafe { core::slice::from_raw_parts(addr, s.length as usize) })
+    }
+}
+
+/// A kernel receive work request (`struct ib_recv_wr`).
+pub(crate) struct RecvWr<'a> {
+    raw: &'a bindings::ib_recv_wr,
+}
+
+impl RecvWr<'_> {
+    /// The WR id (or `ib_cqe` pointer).
+    pub(crate) fn wr_id(&self) -> u64 {
+        // SAFETY: both union members are 8 bytes wide.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    /// Number of SGEs.
+    pub(crate) fn num_sge(&self) -> usize {
+        usize::try_from(self.raw.num_sge).unwrap_or(0)
+    }
+
+    /// SGE `i`.
+    pub(crate) fn sge(&self, i: usize) -> Option<KernelSge> {
+        if i >= self.num_sge() || self.raw.sg_list.is_null() {
+            return None;
+        }
+        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list`.
+        let s = unsafe { &*self.raw.sg_list.add(i) };
+        Some(KernelSge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
+    }
+}
+
 /// Asynchronous QP events (IBA 11.6.3), as `enum ib_event_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QpEvent {
@@ -357,6 +478,14 @@ impl<T: Driver> QpRef<T> {
             ..Default::default()
         };
         wc.__bindgen_anon_1.wr_id = f.wr_id;
+        if let Some(v4) = f.network_v4 {
+            wc.network_hdr_type = if v4 {
+                bindings::rdma_network_type_RDMA_NETWORK_IPV4
+            } else {
+                bindings::rdma_network_type_RDMA_NETWORK_IPV6
+            } as u8;
+            wc.wc_flags |= bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as c_int;
+        }
         if let Some(imm) = f.imm_data {
             wc.ex.imm_data = imm.to_be();
         } else if let Some(rkey) = f.invalidated_rkey {
@@ -540,15 +669,129 @@ impl<T: Driver> DeviceRegistry<T> {
     ) -> c_int {
         // SAFETY: a live QP of ours.
         let qp = unsafe { Qp::<T>::from_raw(ibqp) };
-        if !wr.is_null() {
-            // Kernel consumers post work requests through the kernel API, which rrxe does
-            // not offer yet (the device does not claim to be a kverbs provider).
-            // SAFETY: `bad_wr` is valid for writes.
-            unsafe { *bad_wr = wr };
-            return eopnotsupp().to_errno();
+        // SAFETY: as above; fixed at creation.
+        let ud = unsafe {
+            matches!(
+                (*ibqp).qp_type,
+                bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
+            )
+        };
+        let mut cur = wr;
+        let mut posted = false;
+        let mut result = Ok(());
+        while !cur.is_null() {
+            // SAFETY: the consumer passes a valid list of work requests, each embedded in
+            // the structure its opcode (and, for sends, the QP type) implies.
+            let view = unsafe { Self::send_wr_view(cur, ud) };
+            if let Err(e) = T::post_send(qp, &view) {
+                // SAFETY: `bad_wr` is valid for writes.
+                unsafe { *bad_wr = cur };
+                result = Err(e);
+                break;
+            }
+            posted = true;
+            // SAFETY: as above.
+            cur = unsafe { (*cur).next };
         }
-        // A user QP's doorbell: the WQEs are in the shared send queue.
-        from_result(|| T::post_send_doorbell(qp).map(|()| 0))
+        // A null list is a user QP's doorbell (rdma_rxe's ABI): the WQEs are in its ring.
+        if wr.is_null() || posted {
+            if let Err(e) = T::post_send_doorbell(qp) {
+                if wr.is_null() {
+                    return e.to_errno();
+                }
+            }
+        }
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `wr` must be a valid kernel send WR embedded in the structure its opcode implies
+    /// (`ib_ud_wr` for sends on UD QPs when `ud`), live for the returned lifetime.
+    unsafe fn send_wr_view<'a>(wr: *const bindings::ib_send_wr, ud: bool) -> SendWr<'a, T> {
+        // SAFETY: per the function contract.
+        let raw = unsafe { &*wr };
+        let opcode = raw.opcode;
+        let mut view = SendWr {
+            raw,
+            opcode,
+            flags: raw.send_flags as u32,
+            remote: (0, 0),
+            atomic: (0, 0),
+            ud: None,
+        };
+        match opcode {
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+                // SAFETY: RDMA WRs are `ib_rdma_wr`s.
+                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                view.remote = (r.remote_addr, r.rkey);
+            }
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                // SAFETY: atomic WRs are `ib_atomic_wr`s.
+                let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
+                view.remote = (a.remote_addr, a.rkey);
+                view.atomic = (a.compare_add, a.swap);
+            }
+            bindings::ib_wr_opcode_IB_WR_SEND | bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                if ud =>
+            {
+                // SAFETY: sends on UD QPs are `ib_ud_wr`s, whose AH is live for the post.
+                let u = unsafe { &*wr.cast::<bindings::ib_ud_wr>() };
+                if !u.ah.is_null() {
+                    view.ud = Some(UdTarget {
+                        // SAFETY: an AH of this device (the core creates AHs per device).
+                        ah: unsafe { Ah::<T>::from_raw(u.ah) },
+                        remote_qpn: u.remote_qpn,
+                        remote_qkey: u.remote_qkey,
+                        pkey_index: u.pkey_index,
+                    });
+                }
+            }
+            _ => {}
+        }
+        view
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a QP of driver `T`.
+    pub(super) unsafe extern "C" fn post_recv(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: a live QP of ours.
+        let qp = unsafe { Qp::<T>::from_raw(ibqp) };
+        let mut cur = wr;
+        let mut result = Ok(());
+        let mut posted = false;
+        while !cur.is_null() {
+            // SAFETY: the consumer passes a valid list of receive WRs.
+            let raw = unsafe { &*cur };
+            let view = RecvWr { raw };
+            if let Err(e) = T::post_recv(qp, &view) {
+                // SAFETY: `bad_wr` is valid for writes.
+                unsafe { *bad_wr = cur };
+                result = Err(e);
+                break;
+            }
+            posted = true;
+            // SAFETY: as above.
+            cur = unsafe { (*cur).next };
+        }
+        if posted {
+            T::post_recv_doorbell(qp);
+        }
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// # Safety

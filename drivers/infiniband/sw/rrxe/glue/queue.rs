@@ -238,6 +238,16 @@ impl SharedQueue {
         }
     }
 
+    /// Writes `src` (at most a slot) into slot `index` (of a queue this side produces).
+    pub(crate) fn write_slot_bytes(&self, index: u32, src: &[u8]) {
+        let len = src.len().min(self.slot_size());
+        let dst = self.slot(index);
+        for (i, byte) in src.iter().take(len).enumerate() {
+            // SAFETY: `dst` is a slot of at least `len` bytes; volatile as above.
+            unsafe { dst.add(i).write_volatile(*byte) };
+        }
+    }
+
     /// Copies the first `dst.len()` bytes (at most a slot) of slot `index` into `dst`, once:
     /// userspace may be writing the slot concurrently, so callers decode only the copy.
     pub(crate) fn read_slot_bytes(&self, index: u32, dst: &mut [u8]) {

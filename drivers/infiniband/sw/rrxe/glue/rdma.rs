@@ -17,9 +17,10 @@
 use super::bindings;
 use super::global::Global;
 use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
-use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef};
+use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use super::queue;
 use super::srq::{Srq, SrqAttr, SrqModify, SrqRef};
+use super::stats::CounterDescs;
 use super::sync::{IrqSpinLock, LockClass};
 use super::umem::{KernelMemory, Umem};
 use core::fmt;
@@ -180,8 +181,15 @@ pub(crate) trait Driver: Sized + 'static {
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
     /// Stops all activity of a QP about to be freed; its state is dropped afterwards.
     fn destroy_qp(qp: &Qp<Self>);
-    /// A user QP's doorbell: new WQEs are in its shared send queue.
+    /// A user QP's doorbell: new WQEs are in its shared send queue. Also rung after kernel
+    /// WRs were posted.
     fn post_send_doorbell(qp: &Qp<Self>) -> Result;
+    /// Posts one kernel send WR (any context; must not sleep).
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+    /// Posts one kernel receive WR (any context; must not sleep).
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+    /// Receive WRs were posted to a kernel QP.
+    fn post_recv_doorbell(qp: &Qp<Self>);
     /// Creates an address handle for `av` in PD `pd`.
     fn create_ah(
         dev: &Device<Self>,
@@ -189,6 +197,10 @@ pub(crate) trait Driver: Sized + 'static {
         av: &AddressVector,
         udata: Option<&mut UData>,
     ) -> Result<Self::Ah>;
+    /// The names of the port counters `rdma statistic` shows.
+    const COUNTERS: CounterDescs;
+    /// Reads the port counters, in the order of [`Driver::COUNTERS`].
+    fn read_counters(dev: &Device<Self>, values: &mut [u64]);
     /// Destroys an address handle; its state is dropped afterwards.
     fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>);
     /// Creates a shared receive queue; `srq` names the core's half, whose device, PD and
@@ -680,10 +692,7 @@ impl<T: Driver> DeviceRegistry<T> {
             query_qp: Some(Self::query_qp),
             destroy_qp: Some(Self::destroy_qp),
             post_send: Some(Self::post_send),
-            // post_recv stays unset: user QPs post receives into their shared ring without
-            // a system call, and without it the core does not treat the device as a kverbs
-            // provider, so in-kernel clients (MAD, CM) do not attach before rrxe supports
-            // kernel QPs.
+            post_recv: Some(Self::post_recv),
             create_ah: Some(Self::create_ah),
             create_user_ah: Some(Self::create_ah),
             destroy_ah: Some(Self::destroy_ah),
@@ -693,6 +702,8 @@ impl<T: Driver> DeviceRegistry<T> {
             destroy_srq: Some(Self::destroy_srq),
             // post_srq_recv stays unset: user SRQs are posted to in their shared ring
             // without a system call; kernel SRQs are refused until kernel posting exists.
+            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
+            get_hw_stats: Some(Self::get_hw_stats),
             size_ib_qp: size_of::<Qp<T>>(),
             size_ib_ah: size_of::<Ah<T>>(),
             size_ib_srq: size_of::<Srq<T>>(),
@@ -1058,6 +1069,44 @@ impl<T: Driver> DeviceRegistry<T> {
     /// # Safety
     ///
     /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        let descs = T::COUNTERS.0;
+        // SAFETY: the descriptors are 'static; the core frees the structure.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                descs.as_ptr(),
+                descs.len() as c_int,
+                bindings::RRXE_RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`, with
+    /// stats from `alloc_hw_port_stats`.
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        _port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: a live device of ours; `stats` holds `num_counters` values (allocated by
+        // `alloc_hw_port_stats` with our descriptors), under the core's stats lock.
+        let (dev, values) = unsafe {
+            let n = usize::try_from((*stats).num_counters).unwrap_or(0);
+            (Device::<T>::from_raw(ibdev), (*stats).value.as_mut_slice(n))
+        };
+        T::read_counters(dev, values);
+        values.len() as c_int
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
     unsafe extern "C" fn get_netdev(
         ibdev: *mut bindings::ib_device,
         port: u32,
@@ -1169,14 +1218,6 @@ impl PdId {
     }
 }
 
-impl<D> Object<bindings::ib_pd, D> {
-    /// This PD's identity.
-    #[allow(dead_code)] // used by the data path (QPs)
-    pub(crate) fn id(&self) -> PdId {
-        PdId::from_raw(self.ib.get())
-    }
-}
-
 /// A completion queue (`struct ib_cq`) and the driver's state for it.
 pub(crate) type Cq<T> = Object<bindings::ib_cq, <T as Driver>::Cq>;
 /// A work completion to deliver (IBA 11.4.2.1), numbered as the verbs layer numbers it.
@@ -1200,6 +1241,8 @@ pub(crate) struct WcFields {
     pub(crate) src_qp: u32,
     /// Whether a GRH precedes a UD receive's data (always, on RoCE).
     pub(crate) grh: bool,
+    /// For UD receives: whether the datagram came over IPv4 (else IPv6).
+    pub(crate) network_v4: Option<bool>,
 }
 
 impl WcFields {

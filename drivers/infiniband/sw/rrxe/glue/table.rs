@@ -87,7 +87,6 @@ impl<T> IndexTable<T> {
     /// Stores `object` at a free index in `min..=max` and returns the index.
     ///
     /// Process context only (allocates with `GFP_KERNEL`).
-    #[allow(dead_code)] // used by the data path (QP table)
     pub(crate) fn insert(&self, min: u32, max: u32, object: Arc<T>) -> Result<u32> {
         let reservation = self.reserve(min, max)?;
         let index = reservation.index();

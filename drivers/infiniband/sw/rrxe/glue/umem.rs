@@ -137,12 +137,6 @@ impl Umem {
         Ok(umem)
     }
 
-    /// Length in bytes.
-    #[allow(dead_code)] // used by the data path
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// The in-bounds page chunks of `len` bytes at `offset`.
     fn chunks(
         &self,

@@ -101,6 +101,14 @@ pub trait Memory {
     /// RDMA Read response data, or the 8-byte original value of an atomic
     /// (native byte order).
     fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError>;
+    /// Fills the first 40 bytes of a UD receive WQE's buffer with the
+    /// network header of the datagram being delivered (IBA 11.4.1.2: the
+    /// GRH area; on RoCEv2 the IP header). Memory that keeps no headers
+    /// leaves the area untouched.
+    fn write_grh(&mut self, wqe: &RecvWqe) -> Result<(), LocalError> {
+        let _ = wqe;
+        Ok(())
+    }
     /// Stores `src` into a receive WQE's scatter list at `offset`.
     fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError>;
     /// Checks, without touching memory, that `len` bytes at `va` may be

@@ -399,7 +399,7 @@ impl Qp {
         match (from, to) {
             (_, QpState::Reset) => {
                 self.req.reset(0);
-                self.resp = Responder::new();
+                self.resp.reset();
                 self.out.completions.clear();
                 self.out.events.clear();
             }
@@ -428,8 +428,7 @@ impl Qp {
     /// that last advertised no credits queues an unsolicited ACK with the
     /// new count.
     pub fn post_recv(&mut self, io: &mut Io<'_>) {
-        let _ = io;
-        self.resp.post_recv(&self.attrs);
+        self.resp.post_recv(&self.attrs, io);
     }
 
     /// Handles one received packet for this QP, already parsed and checked

@@ -28,8 +28,10 @@ use super::wqe::RecvWqe;
 use super::{AccessFlags, Fault, Io, Outputs, QpAttrs, QpState, QpType, Transmit};
 
 /// Upper bound of max_dest_rd_atomic (and max_rd_atomic): the number of
-/// RDMA Read / atomic responder resources a QP can hold.
-pub const MAX_RD_ATOMIC: usize = 16;
+/// RDMA Read / atomic responder resources a QP can hold. rdma_rxe offers
+/// 128, and peers negotiate from what the other side advertises (perftest
+/// asks for the remote's full depth), so rrxe matches it.
+pub const MAX_RD_ATOMIC: usize = 128;
 
 /// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
 /// 11.4.1.2); the glue writes the header there, the payload follows.
@@ -146,6 +148,51 @@ impl Responder {
         }
     }
 
+    /// Resets in place (entering RESET): with its responder resources a
+    /// responder is kilobytes, too large to build fresh on a kernel stack.
+    pub(super) fn reset(&mut self) {
+        const FRESH: Responder = Responder::new();
+        for r in &mut self.res {
+            *r = FRESH.res[0];
+        }
+        // Every other field, named so that a new field cannot be missed.
+        let Self {
+            epsn,
+            msn,
+            res: _,
+            res_next,
+            ack_pending,
+            nak,
+            nak_sent,
+            in_msg,
+            recv,
+            recv_offset,
+            write_va,
+            write_rkey,
+            write_remaining,
+            write_total,
+            uc_drop,
+            comm_established,
+            advertised_zero,
+        } = self;
+        *epsn = FRESH.epsn;
+        *msn = FRESH.msn;
+        *res_next = FRESH.res_next;
+        *ack_pending = FRESH.ack_pending;
+        *nak = FRESH.nak;
+        *nak_sent = FRESH.nak_sent;
+        *in_msg = FRESH.in_msg;
+        *recv = FRESH.recv;
+        *recv_offset = FRESH.recv_offset;
+        *write_va = FRESH.write_va;
+        *write_rkey = FRESH.write_rkey;
+        *write_remaining = FRESH.write_remaining;
+        *write_total = FRESH.write_total;
+        *uc_drop = FRESH.uc_drop;
+        *comm_established = FRESH.comm_established;
+        *advertised_zero = FRESH.advertised_zero;
+    }
+
     /// Loads the ePSN (INIT to RTR). For RC an unsolicited ACK carrying the
     /// initial credits is queued (IBA 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the
     /// requester need not start with a credit-limited first packet.
@@ -157,9 +204,14 @@ impl Responder {
     /// A receive WQE was posted: if the last credit count advertised was
     /// zero, an unsolicited ACK tells the requester about the new credit
     /// (IBA 9.7.7.2.4 allows one at any time).
-    pub(super) fn post_recv(&mut self, attrs: &QpAttrs) {
+    pub(super) fn post_recv(&mut self, attrs: &QpAttrs, io: &Io<'_>) {
+        // Only a change from zero to some credit is worth an unsolicited ACK;
+        // with nothing posted the last advertisement still holds (and ACKing
+        // on every call would answer ACKs with ACKs).
         if attrs.qp_type == QpType::Rc
             && self.advertised_zero
+            && !io.rq.is_shared()
+            && io.rq.posted() > 0
             && matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
         {
             self.ack_pending = true;
@@ -626,7 +678,11 @@ impl Responder {
         let status = if u64::from(len) + u64::from(UD_GRH_LEN) > u64::from(wqe.length) {
             WcStatus::LocLenErr
         } else {
-            match io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload) {
+            let placed = io
+                .mem
+                .write_grh(&wqe)
+                .and_then(|()| io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload));
+            match placed {
                 Ok(()) => WcStatus::Success,
                 Err(err) => err.status(),
             }

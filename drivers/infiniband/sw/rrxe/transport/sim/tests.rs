@@ -968,7 +968,7 @@ fn modify_validates_transitions_and_attributes() {
         ),
         (
             ModifyQp {
-                max_dest_rd_atomic: Some(17),
+                max_dest_rd_atomic: Some(129),
                 ..rtr
             },
             "max_dest_rd_atomic",
