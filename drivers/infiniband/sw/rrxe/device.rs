@@ -12,12 +12,14 @@ use crate::glue::rdma::{
     find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr,
     PortEvent, PortImmutable, UData, WorkCompletion,
 };
+use crate::glue::srq::{Srq, SrqAttr, SrqModify, SrqRef};
 use crate::glue::stats::{CounterDescs, CounterNames};
 use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, Umem};
 use crate::mr::{self, MrState, RrxeMr};
 use crate::params;
 use crate::qp::{self, QpShared, RrxeQp};
+use crate::srq::{self, RrxeSrq, SrqShared};
 use crate::transport::qp::responder::MAX_RD_ATOMIC;
 use crate::wq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -112,6 +114,8 @@ pub(crate) struct RrxeDevice {
     port_active: AtomicBool,
     /// The registered MRs, by key index.
     mrs: Pin<KBox<IndexTable<MrState>>>,
+    /// The SRQs, by SRQ number.
+    srqs: Pin<KBox<IndexTable<SrqShared>>>,
     /// Low byte of the next MR key.
     pub(crate) key_variant: AtomicU32,
     /// Keeps the RoCEv2 UDP port open while the device exists.
@@ -157,6 +161,7 @@ impl RrxeDevice {
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
             mrs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
+            srqs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
             key_variant: AtomicU32::new(0),
             _tunnel: tunnel,
         })
@@ -165,6 +170,11 @@ impl RrxeDevice {
     /// The registered MRs, by key index.
     pub(crate) fn mrs(&self) -> &IndexTable<MrState> {
         &self.mrs
+    }
+
+    /// The SRQs, by SRQ number.
+    pub(crate) fn srqs(&self) -> &IndexTable<SrqShared> {
+        &self.srqs
     }
 
     /// The node GUID.
@@ -260,6 +270,7 @@ impl Driver for Rrxe {
     type Mr = RrxeMr;
     type Qp = RrxeQp;
     type Ah = RrxeAh;
+    type Srq = RrxeSrq;
     type Shared = DeviceShared;
 
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
@@ -297,8 +308,8 @@ impl Driver for Rrxe {
             kernel_cap_flags: u64::from(b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG),
             device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
                 | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-                | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN)
-                as u64,
+                | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
+                | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,
             max_cq: params::MAX_CQ,
@@ -317,6 +328,9 @@ impl Driver for Rrxe {
             // Atomics are atomic among all QPs of the host (one lock serialises them).
             atomic_cap: b::ib_atomic_cap_IB_ATOMIC_HCA,
             max_ah: params::MAX_AH as i32,
+            max_srq: params::MAX_SRQ,
+            max_srq_wr: srq::MAX_SRQ_WR as i32,
+            max_srq_sge: srq::MAX_SRQ_SGE as i32,
             page_size_cap: params::PAGE_SIZE_CAP,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..Default::default()
@@ -444,7 +458,7 @@ impl Driver for Rrxe {
     fn create_qp(
         dev: &Device<Self>,
         qp: QpRef<Self>,
-        init: &mut QpInit,
+        init: &mut QpInit<'_, Self>,
         udata: Option<&mut UData>,
     ) -> Result<(RrxeQp, u32)> {
         qp::create(dev, qp, init, udata)
@@ -489,6 +503,27 @@ impl Driver for Rrxe {
 
     fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>) {
         ah::destroy(ah, dev.data())
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        srq: SrqRef<Self>,
+        attr: &mut SrqAttr,
+        udata: Option<&mut UData>,
+    ) -> Result<RrxeSrq> {
+        srq::create(dev, srq, attr, udata)
+    }
+
+    fn modify_srq(srq: &Srq<Self>, modify: &SrqModify, udata: Option<&mut UData>) -> Result {
+        srq::modify(srq, modify, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
+        srq::query(srq)
+    }
+
+    fn destroy_srq(dev: &Device<Self>, srq: &Srq<Self>) {
+        srq::destroy(dev, srq)
     }
 
     fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {

@@ -62,3 +62,9 @@ pub(crate) const MAX_AH: u32 = (1 << 24) - 1;
 
 /// QPs per device.
 pub(crate) const MAX_QP: i32 = 1 << 16;
+/// SRQ numbers, as rdma_rxe's SRQ pool indices (the provider ignores them).
+pub(crate) const MIN_SRQN: u32 = 0x0002_0001;
+/// Largest SRQ number.
+pub(crate) const MAX_SRQN: u32 = MIN_SRQN + MAX_SRQ as u32 - 1;
+/// SRQs per device.
+pub(crate) const MAX_SRQ: i32 = 1 << 16;

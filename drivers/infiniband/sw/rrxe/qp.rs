@@ -214,10 +214,12 @@ fn new_engine(kind: QpKind) -> Result<KBox<Engine>> {
 pub(crate) fn create(
     dev: &Device<Rrxe>,
     qp: QpRef<Rrxe>,
-    init: &mut QpInit,
+    init: &mut QpInit<'_, Rrxe>,
     udata: Option<&mut UData>,
 ) -> Result<(RrxeQp, u32)> {
-    if init.has_srq {
+    let srq = init.srq.map(|s| s.data().shared());
+    // Kernel SRQs do not exist (no post_srq_recv), so only user QPs can name one.
+    if srq.is_some() && udata.is_none() {
         return Err(eopnotsupp());
     }
     let caps = init.caps;
@@ -229,8 +231,11 @@ pub(crate) fn create(
         init.signal_all,
         udata.as_deref(),
     )?;
-    let (rq, recv_wr, recv_sge) =
-        RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge, udata.as_deref())?;
+    let (rq, recv_wr, recv_sge) = match srq {
+        // IBA 10.2.9: a QP on an SRQ has no receive queue of its own.
+        Some(srq) => (RecvRing::from_srq(srq)?, 0, 0),
+        None => RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge, udata.as_deref())?,
+    };
     let granted = QpCaps {
         max_send_wr: send_wr,
         max_send_sge: send_sge,
@@ -240,11 +245,18 @@ pub(crate) fn create(
     };
     let posters = match udata {
         Some(udata) => {
-            let resp = crate::glue::bindings::rxe_create_qp_resp {
-                rq_mi: rq.mmap_info().unwrap_or_default(),
-                sq_mi: sq.mmap_info().unwrap_or_default(),
-            };
-            udata.respond(&resp)?;
+            let sq_mi = sq.mmap_info().unwrap_or_default();
+            match rq.mmap_info() {
+                Some(rq_mi) => {
+                    udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?
+                }
+                // On an SRQ, rdma_rxe leaves `rq_mi` unwritten; the provider ignores it.
+                None => udata.respond_mmap_info_at(
+                    core::mem::offset_of!(crate::glue::bindings::rxe_create_qp_resp, sq_mi),
+                    core::mem::size_of::<crate::glue::bindings::rxe_create_qp_resp>(),
+                    &sq_mi,
+                )?,
+            }
             Posters { sq: None, rq: None }
         }
         None => Posters {
@@ -627,8 +639,12 @@ impl QpContext {
             let ev = match e {
                 AsyncEvent::CommEstablished => Some(QpEvent::CommEstablished),
                 AsyncEvent::SqDrained => self.sqd_notify.then_some(QpEvent::SqDrained),
-                // Only QPs on an SRQ report their last WQE; rrxe QPs have their own RQ.
-                AsyncEvent::LastWqeReached => None,
+                // IBA 10.3.1 / 11.6.3.1: only a QP on an SRQ reports its last WQE.
+                AsyncEvent::LastWqeReached => self
+                    .rq
+                    .try_borrow()
+                    .is_ok_and(|rq| rq.is_shared())
+                    .then_some(QpEvent::LastWqeReached),
                 AsyncEvent::QpRequestError => Some(QpEvent::RequestError),
                 AsyncEvent::QpAccessError => Some(QpEvent::AccessError),
                 AsyncEvent::QpFatal => Some(QpEvent::Fatal),
@@ -781,5 +797,8 @@ impl RecvQueue for RqView<'_> {
     }
     fn posted(&self) -> u32 {
         self.0.try_borrow().map_or(0, |q| q.posted())
+    }
+    fn is_shared(&self) -> bool {
+        self.0.try_borrow().is_ok_and(|q| q.is_shared())
     }
 }

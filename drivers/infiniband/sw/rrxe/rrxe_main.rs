@@ -15,6 +15,7 @@ mod mr;
 mod mr_selftest;
 mod params;
 mod qp;
+mod srq;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.
 pub mod transport;
 mod wq;

@@ -11,6 +11,7 @@
 use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::UData;
+use crate::srq::SrqShared;
 use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
 use crate::transport::qp::{RecvQueue, SendQueue};
 use crate::Rrxe;
@@ -20,9 +21,9 @@ use kernel::sync::Arc;
 /// Bytes of `struct rxe_send_wqe` before its SGE list / inline data.
 const SEND_WQE_HEADER: usize = 208;
 /// Bytes of `struct rxe_recv_wqe` before its SGE list.
-const RECV_WQE_HEADER: usize = 40;
+pub(crate) const RECV_WQE_HEADER: usize = 40;
 /// Bytes of one `struct rxe_sge` (addr u64, length u32, lkey u32).
-const SGE_LEN: usize = 16;
+pub(crate) const SGE_LEN: usize = 16;
 
 /// Most SGEs per WQE (rdma_rxe's RXE_MAX_SGE).
 pub(crate) const MAX_SGE: u32 = 32;
@@ -343,16 +344,25 @@ impl SendQueue for SendRing {
     }
 }
 
-/// A receive queue: the shared ring and a copy of the WQE being filled.
+/// Where a QP's receive WQEs come from.
+enum RecvSource {
+    /// The QP's own receive queue.
+    Ring(Arc<SharedQueue>),
+    /// A shared receive queue (IBA 10.2.9), which other QPs take from too.
+    Srq(Arc<SrqShared>),
+}
+
+/// A receive queue: the shared ring (or the SRQ) and a copy of the WQE being filled.
 pub(crate) struct RecvRing {
-    ring: Arc<SharedQueue>,
+    src: RecvSource,
     /// Where userspace maps a user QP's ring.
     mi: Option<MmapInfo>,
     /// Free-running index of the next WQE to take.
     head: u32,
     max_sge: u32,
-    /// SGEs of the WQE taken last, with its index.
-    current: [Sge; MAX_SGE as usize],
+    /// SGEs of the WQE taken last, with its index (on the heap: QPs are built on the
+    /// stack of the create verb).
+    current: KVec<Sge>,
     current_len: usize,
     current_id: u32,
     scratch: KVec<u8>,
@@ -375,43 +385,64 @@ impl RecvRing {
         let mi = udata.map(|u| queue.export(u)).transpose()?;
         let ring = Arc::new(queue, GFP_KERNEL)?;
         let granted = ring.capacity();
-        let scratch = KVec::from_elem(0u8, slot, GFP_KERNEL)?;
         Ok((
-            Self {
-                ring,
-                mi,
-                head: 0,
-                max_sge,
-                current: [Sge::default(); MAX_SGE as usize],
-                current_len: 0,
-                current_id: 0,
-                scratch,
-            },
+            Self::with_source(RecvSource::Ring(ring), mi, max_sge, slot)?,
             granted,
             max_sge,
         ))
     }
 
-    /// Where userspace maps the ring of a user QP.
+    /// The receive side of a QP that takes its WQEs from `srq`.
+    pub(crate) fn from_srq(srq: Arc<SrqShared>) -> Result<Self> {
+        let max_sge = srq.max_sge();
+        let len = srq.wqe_len();
+        Self::with_source(RecvSource::Srq(srq), None, max_sge, len)
+    }
+
+    /// Where userspace maps the ring of a user QP (none on an SRQ).
     pub(crate) fn mmap_info(&self) -> Option<MmapInfo> {
         self.mi
     }
 
     /// The producer side of the ring, for kernel consumers.
     pub(crate) fn poster(&self) -> Result<RqPoster> {
-        let scratch = KVec::from_elem(0u8, self.ring.slot_size(), GFP_KERNEL)?;
+        let RecvSource::Ring(ring) = &self.src else {
+            // Kernel SRQs (and with them kernel QPs on one) do not exist yet.
+            return Err(EINVAL);
+        };
+        let scratch = KVec::from_elem(0u8, ring.slot_size(), GFP_KERNEL)?;
         Ok(RqPoster {
-            ring: self.ring.clone(),
+            ring: ring.clone(),
             max_sge: self.max_sge,
             scratch,
         })
     }
 
-    /// Drops every posted WQE without completing it (entering RESET).
+    fn with_source(
+        src: RecvSource,
+        mi: Option<MmapInfo>,
+        max_sge: u32,
+        wqe_len: usize,
+    ) -> Result<Self> {
+        Ok(Self {
+            src,
+            mi,
+            head: 0,
+            max_sge,
+            current: KVec::from_elem(Sge::default(), max_sge as usize, GFP_KERNEL)?,
+            current_len: 0,
+            current_id: 0,
+            scratch: KVec::from_elem(0u8, wqe_len, GFP_KERNEL)?,
+        })
+    }
+
+    /// Drops every posted WQE without completing it (entering RESET). An SRQ keeps its
+    /// WQEs for the other QPs (IBA 10.3.1 empties only the QP's own work queues).
     pub(crate) fn drain(&mut self) {
-        let producer = self.ring.producer();
-        self.ring.set_consumer(producer);
-        self.head = self.head.wrapping_add(self.ring.count());
+        if let RecvSource::Ring(ring) = &self.src {
+            self.head = self.head.wrapping_add(ring.count());
+            ring.set_consumer(ring.producer());
+        }
         self.current_len = 0;
     }
 
@@ -422,17 +453,30 @@ impl RecvRing {
         }
         self.current[..self.current_len].get(i as usize).copied()
     }
+
+    /// Copies the next WQE into `scratch`; returns whether there was one.
+    fn take(&mut self) -> bool {
+        match &self.src {
+            RecvSource::Ring(ring) => {
+                if ring.count() == 0 {
+                    return false;
+                }
+                let index = ring.consumer();
+                ring.read_slot_bytes(index, &mut self.scratch);
+                ring.set_consumer(ring.next(index));
+                true
+            }
+            RecvSource::Srq(srq) => srq.take(&mut self.scratch),
+        }
+    }
 }
 
 impl RecvQueue for RecvRing {
     fn pop(&mut self) -> Option<RecvWqe> {
-        if self.ring.count() == 0 {
+        if !self.take() {
             return None;
         }
         {
-            let index = self.ring.consumer();
-            self.ring.read_slot_bytes(index, &mut self.scratch);
-            self.ring.set_consumer(self.ring.next(index));
             let id = self.head;
             self.head = self.head.wrapping_add(1);
             let b = &self.scratch;
@@ -469,7 +513,14 @@ impl RecvQueue for RecvRing {
     }
 
     fn posted(&self) -> u32 {
-        self.ring.count()
+        match &self.src {
+            RecvSource::Ring(ring) => ring.count(),
+            RecvSource::Srq(srq) => srq.posted(),
+        }
+    }
+
+    fn is_shared(&self) -> bool {
+        matches!(self.src, RecvSource::Srq(_))
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod netdev;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rdma;
+pub(crate) mod srq;
 pub(crate) mod stats;
 pub(crate) mod sync;
 pub(crate) mod table;

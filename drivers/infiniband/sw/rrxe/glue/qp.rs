@@ -7,6 +7,7 @@ use super::bindings;
 use super::rdma::{
     eopnotsupp, Cq, Device, DeviceRegistry, Driver, Object, PdId, UData, WcFields, WorkCompletion,
 };
+use super::srq::Srq;
 use core::ffi::c_int;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -47,13 +48,14 @@ pub(crate) struct QpCaps {
 }
 
 /// What a new QP is asked for (`struct ib_qp_init_attr`).
-pub(crate) struct QpInit {
+pub(crate) struct QpInit<'a, T: Driver> {
     /// Transport service.
     pub(crate) kind: QpKind,
     /// Requested sizes; the driver returns the ones it grants.
     pub(crate) caps: QpCaps,
-    /// Whether receives come from an SRQ.
-    pub(crate) has_srq: bool,
+    /// The SRQ receives come from, if any; it outlives the QP (the core holds a use count
+    /// on it until the QP is destroyed).
+    pub(crate) srq: Option<&'a Srq<T>>,
     /// Whether every send WR completes (IB_SIGNAL_ALL_WR) rather than only signaled ones.
     pub(crate) signal_all: bool,
 }
@@ -387,6 +389,8 @@ pub(crate) enum QpEvent {
     RequestError,
     /// Local access violation work queue error.
     AccessError,
+    /// A QP on an SRQ in the error state will take no more WQEs from it (IBA 10.3.1).
+    LastWqeReached,
 }
 
 fn caps_from_raw(cap: &bindings::ib_qp_cap) -> QpCaps {
@@ -498,6 +502,7 @@ impl<T: Driver> QpRef<T> {
             QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
             QpEvent::RequestError => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
             QpEvent::AccessError => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
         };
         let qp = self.raw();
         let mut ev = bindings::ib_event {
@@ -548,10 +553,17 @@ impl<T: Driver> DeviceRegistry<T> {
                 bindings::ib_qp_type_IB_QPT_GSI => QpKind::Gsi,
                 _ => return Err(eopnotsupp()),
             };
+            // SAFETY: a non-null `srq` is an SRQ of this device (uverbs and ib_create_qp
+            // look it up among the caller's objects), created by our create_srq and
+            // referenced (`usecnt`) until this QP is destroyed.
+            let srq = unsafe { init.srq.as_ref() }.map(|s| {
+                // SAFETY: as above; its state is initialised.
+                unsafe { Srq::<T>::from_raw(core::ptr::from_ref(s).cast_mut()) }
+            });
             let mut qinit = QpInit {
                 kind,
                 caps: caps_from_raw(&init.cap),
-                has_srq: !init.srq.is_null(),
+                srq,
                 signal_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
             };
             // The QP being created; its core fields are set (see above).

@@ -26,8 +26,9 @@ const PRODUCER_INDEX: usize = 128;
 const CONSUMER_INDEX: usize = 256;
 const DATA: usize = 384;
 
-/// Most slots a queue may have (rdma_rxe's CQ limit is 2^15 - 1 entries).
-const MAX_SLOTS: u32 = 1 << 20;
+/// Most slots a queue may have: an SRQ of rdma_rxe's largest size, 2^20 WRs (callers bound
+/// their own queues below this).
+const MAX_SLOTS: u32 = 1 << 21;
 
 /// Where a user mapping of a queue comes from: `mminfo` in rdma_rxe's create responses.
 pub(crate) type MmapInfo = bindings::mminfo;
@@ -167,12 +168,23 @@ impl SharedQueue {
     /// and sets its indices; `old` is left as it was. Both queues must have the same
     /// element size and this one room for all the elements.
     pub(crate) fn take_entries_from(&mut self, old: &SharedQueue) -> Result {
-        let count = old.count();
+        self.take_entries_from_range(old, old.consumer(), old.count())
+    }
+
+    /// Moves `count` elements of `old` from index `start` on to the start of this empty
+    /// queue and sets its indices, as [`Self::take_entries_from`] does; for queues whose
+    /// consumer index the kernel keeps privately.
+    pub(crate) fn take_entries_from_range(
+        &mut self,
+        old: &SharedQueue,
+        start: u32,
+        count: u32,
+    ) -> Result {
         if count > self.capacity() || old.log2_elem_size != self.log2_elem_size {
             return Err(EINVAL);
         }
         let elem = 1usize << self.log2_elem_size;
-        let mut index = old.consumer();
+        let mut index = start & old.index_mask;
         for slot in 0..count as usize {
             // SAFETY: both slots lie inside their buffers (indices masked, `slot` below this
             // queue's capacity); the buffers are distinct allocations. Volatile reads: the

@@ -19,6 +19,7 @@ use super::global::Global;
 use super::netdev::{NetDevice, NetdevEvent, NetdevEvents, NetdevNotifier};
 use super::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use super::queue;
+use super::srq::{Srq, SrqAttr, SrqModify, SrqRef};
 use super::stats::CounterDescs;
 use super::sync::{IrqSpinLock, LockClass};
 use super::umem::{KernelMemory, Umem};
@@ -34,6 +35,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::{Arc, Mutex};
 use kernel::types::{ARef, Opaque};
+use kernel::uaccess::UserSlice;
 
 /// Device attributes reported by `query_device` (`struct ib_device_attr`).
 pub(crate) type DeviceAttr = bindings::ib_device_attr;
@@ -98,6 +100,8 @@ pub(crate) trait Driver: Sized + 'static {
     type Qp: Send + Sync;
     /// Per-address-handle state.
     type Ah: Send + Sync;
+    /// Per-shared-receive-queue state.
+    type Srq: Send + Sync;
     /// The part of a device the packet receive path reaches (softirq context).
     type Shared: Send + Sync;
 
@@ -168,7 +172,7 @@ pub(crate) trait Driver: Sized + 'static {
     fn create_qp(
         dev: &Device<Self>,
         qp: QpRef<Self>,
-        init: &mut QpInit,
+        init: &mut QpInit<'_, Self>,
         udata: Option<&mut UData>,
     ) -> Result<(Self::Qp, u32)>;
     /// Applies a Modify QP; all of it or nothing.
@@ -199,6 +203,20 @@ pub(crate) trait Driver: Sized + 'static {
     fn read_counters(dev: &Device<Self>, values: &mut [u64]);
     /// Destroys an address handle; its state is dropped afterwards.
     fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>);
+    /// Creates a shared receive queue; `srq` names the core's half, whose device, PD and
+    /// event handler are set. Adjusts `attr` to the sizes it grants.
+    fn create_srq(
+        dev: &Device<Self>,
+        srq: SrqRef<Self>,
+        attr: &mut SrqAttr,
+        udata: Option<&mut UData>,
+    ) -> Result<Self::Srq>;
+    /// Applies a Modify SRQ; all of it or nothing.
+    fn modify_srq(srq: &Srq<Self>, modify: &SrqModify, udata: Option<&mut UData>) -> Result;
+    /// Reports the SRQ's attributes.
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr>;
+    /// Stops all use of an SRQ no QP is attached to; its state is dropped afterwards.
+    fn destroy_srq(dev: &Device<Self>, srq: &Srq<Self>);
 }
 
 /// Attributes of a new CQ.
@@ -246,11 +264,61 @@ impl UData {
         })
     }
 
+    /// Bytes of driver-specific input userspace passed.
+    pub(crate) fn in_len(&self) -> usize {
+        // SAFETY: the udata is valid for the call.
+        unsafe { self.raw.as_ref().inlen }
+    }
+
+    /// Copies the first `buf.len()` bytes of the driver-specific input.
+    pub(crate) fn read_in(&self, buf: &mut [u8]) -> Result {
+        if self.in_len() < buf.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the udata is valid for the call.
+        let inbuf = unsafe { self.raw.as_ref().inbuf };
+        // `inbuf` is a user address, for write() and ioctl() calls alike; the copy checks it.
+        UserSlice::new(inbuf as usize, buf.len())
+            .reader()
+            .read_slice(buf)
+    }
+
+    /// Copies an `mminfo` to userspace at byte `offset` of the driver-specific output,
+    /// leaving the bytes before it as they are; fails with `EINVAL` if the output is shorter
+    /// than `total`.
+    pub(crate) fn respond_mmap_info_at(
+        &mut self,
+        offset: usize,
+        total: usize,
+        mi: &queue::MmapInfo,
+    ) -> Result {
+        let bytes = mmap_info_bytes(mi);
+        let end = offset.checked_add(bytes.len()).ok_or(EINVAL)?;
+        if self.out_len() < total.max(end) {
+            return Err(EINVAL);
+        }
+        // SAFETY: the udata is valid for the call.
+        let outbuf = unsafe { self.raw.as_ref().outbuf };
+        // `outbuf` is a user address; the copy checks it.
+        UserSlice::new(outbuf as usize + offset, bytes.len())
+            .writer()
+            .write_slice(&bytes)
+    }
+
     /// The user context of the call.
     pub(crate) fn ucontext(&self) -> *mut bindings::ib_ucontext {
         // SAFETY: the udata belongs to a uverbs call, whose bundle names its context.
         unsafe { bindings::rrxe_udata_to_ucontext(self.raw.as_ptr()) }
     }
+}
+
+/// `struct mminfo` as userspace reads it.
+pub(super) fn mmap_info_bytes(mi: &queue::MmapInfo) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&mi.offset.to_ne_bytes());
+    bytes[8..12].copy_from_slice(&mi.size.to_ne_bytes());
+    bytes[12..].copy_from_slice(&mi.pad.to_ne_bytes());
+    bytes
 }
 
 /// A registered RDMA device of driver `T`: the `struct ib_device` and the driver's data.
@@ -628,10 +696,17 @@ impl<T: Driver> DeviceRegistry<T> {
             create_ah: Some(Self::create_ah),
             create_user_ah: Some(Self::create_ah),
             destroy_ah: Some(Self::destroy_ah),
+            create_srq: Some(Self::create_srq),
+            modify_srq: Some(Self::modify_srq),
+            query_srq: Some(Self::query_srq),
+            destroy_srq: Some(Self::destroy_srq),
+            // post_srq_recv stays unset: user SRQs are posted to in their shared ring
+            // without a system call; kernel SRQs are refused until kernel posting exists.
             alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
             get_hw_stats: Some(Self::get_hw_stats),
             size_ib_qp: size_of::<Qp<T>>(),
             size_ib_ah: size_of::<Ah<T>>(),
+            size_ib_srq: size_of::<Srq<T>>(),
             size_ib_pd: size_of::<Pd<T>>(),
             size_ib_cq: size_of::<Cq<T>>(),
             dealloc_driver: Some(Self::dealloc_driver),

@@ -407,7 +407,11 @@ impl Qp {
             (QpState::Init, QpState::Rtr) => self.resp.start(&self.attrs),
             (QpState::Rtr, QpState::Rts) => self.req.start(&self.attrs),
             (QpState::Rts, QpState::Sqd) => self.req.drained_reported = false,
-            (_, QpState::Err) => self.enter_error(),
+            (_, QpState::Err) => {
+                // enter_error() acts only on a QP not in ERR yet.
+                self.attrs.state = from;
+                self.enter_error();
+            }
             _ => {}
         }
         Ok(())

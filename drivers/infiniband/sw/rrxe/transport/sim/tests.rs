@@ -1031,6 +1031,9 @@ fn modify_validates_transitions_and_attributes() {
     // RC has no SQE; ERR and RESET are reachable from anywhere.
     assert!(modify(&mut n, to(QpState::Sqe)).is_err());
     modify(&mut n, to(QpState::Err)).unwrap();
+    // IBA 10.3.1: entering ERR reports the last WQE (for a QP on an SRQ).
+    n.drain();
+    assert!(n.events.contains(&AsyncEvent::LastWqeReached));
     assert!(modify(&mut n, to(QpState::Rts)).is_err());
     modify(&mut n, to(QpState::Reset)).unwrap();
     // UD needs a Q_Key to leave RESET.

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues (IBA 10.2.9): one ring of receive WQEs in rdma_rxe's format
+//! (Documentation/rrxe/uverbs-abi.rst, section 6) from which many QPs take.
+//!
+//! The provider posts into the ring without a system call. A QP takes a WQE from its own
+//! task, under the SRQ's lock, copying it once into the QP's private storage (wq.rs
+//! `RecvRing`); the consumer index advances at that moment, not at completion, so the slot
+//! is free for the provider again while the QP is still filling the buffers it names.
+
+use crate::device::Rrxe;
+use crate::glue::queue::SharedQueue;
+use crate::glue::rdma::{eopnotsupp, Device, UData};
+use crate::glue::srq::{Srq, SrqAttr, SrqEvent, SrqModify, SrqRef};
+use crate::glue::sync::{IrqSpinLock, LockClass};
+use crate::params;
+use crate::wq::{RECV_WQE_HEADER, SGE_LEN};
+use kernel::c_str;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+static SRQ_LOCK: LockClass = LockClass::new();
+
+/// Most WRs per SRQ (rdma_rxe's RXE_MAX_SRQ_WR).
+pub(crate) const MAX_SRQ_WR: u32 = 1 << 20;
+/// Most SGEs per SRQ WQE (rdma_rxe's RXE_MAX_SRQ_SGE).
+pub(crate) const MAX_SRQ_SGE: u32 = 27;
+
+/// State of one rrxe SRQ.
+pub(crate) struct RrxeSrq {
+    shared: Arc<SrqShared>,
+    num: u32,
+}
+
+/// The part of an SRQ the QPs attached to it reach.
+#[pin_data]
+pub(crate) struct SrqShared {
+    srq: SrqRef<Rrxe>,
+    /// Fixed at creation: a resize keeps the element size (IBA 11.2.3.3 changes only the
+    /// number of WRs).
+    max_sge: u32,
+    #[pin]
+    ring: IrqSpinLock<SrqRing>,
+    /// Serialises Modify SRQ calls (uverbs runs them under a shared object lock), so that a
+    /// resize checks and replaces the ring it copied from.
+    #[pin]
+    modify: Mutex<()>,
+}
+
+struct SrqRing {
+    queue: SharedQueue,
+    /// The consumer index, kept here: the copy in the shared header is the provider's to
+    /// read, and it may have written anything there.
+    consumer: u32,
+    /// The armed limit; 0 when disarmed.
+    limit: u32,
+}
+
+impl SrqRing {
+    fn count(&self) -> u32 {
+        self.queue.producer().wrapping_sub(self.consumer) & self.queue.capacity()
+    }
+}
+
+fn new_queue(max_wr: u32, max_sge: u32) -> Result<SharedQueue> {
+    SharedQueue::new(max_wr, wqe_len(max_sge))
+}
+
+fn wqe_len(max_sge: u32) -> usize {
+    RECV_WQE_HEADER + max_sge as usize * SGE_LEN
+}
+
+impl SrqShared {
+    /// Scatter entries a WQE may have.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.max_sge
+    }
+
+    /// Bytes of a WQE with `max_sge` SGEs: what [`Self::take`] copies.
+    pub(crate) fn wqe_len(&self) -> usize {
+        wqe_len(self.max_sge)
+    }
+
+    /// Takes the oldest posted WQE, copying its first `dst.len()` bytes into `dst`; returns
+    /// whether there was one. Raises the limit event, once, when fewer WQEs than the armed
+    /// limit remain (IBA 10.2.9.3, 11.6.3.3 SRQ Limit Reached).
+    pub(crate) fn take(&self, dst: &mut [u8]) -> bool {
+        let fire = {
+            let mut ring = self.ring.lock();
+            if ring.count() == 0 {
+                return false;
+            }
+            let index = ring.consumer;
+            ring.queue.read_slot_bytes(index, dst);
+            ring.consumer = ring.queue.next(index);
+            ring.queue.set_consumer(ring.consumer);
+            let fire = ring.limit != 0 && ring.count() < ring.limit;
+            if fire {
+                // One-shot: the consumer re-arms with Modify SRQ.
+                ring.limit = 0;
+            }
+            fire
+        };
+        if fire {
+            self.srq.dispatch_event(SrqEvent::LimitReached);
+        }
+        true
+    }
+
+    /// WQEs posted and not yet taken.
+    pub(crate) fn posted(&self) -> u32 {
+        self.ring.lock().count()
+    }
+}
+
+/// Creates a user SRQ and exports its ring (`rxe_create_srq_resp`).
+pub(crate) fn create(
+    dev: &Device<Rrxe>,
+    srq: SrqRef<Rrxe>,
+    attr: &mut SrqAttr,
+    udata: Option<&mut UData>,
+) -> Result<RrxeSrq> {
+    // Kernel consumers post through post_srq_recv, which rrxe does not offer yet.
+    let Some(udata) = udata else {
+        return Err(eopnotsupp());
+    };
+    if attr.max_wr == 0 || attr.max_wr > MAX_SRQ_WR || attr.max_sge > MAX_SRQ_SGE {
+        return Err(EINVAL);
+    }
+    let max_sge = attr.max_sge.max(1);
+    let mut queue = new_queue(attr.max_wr, max_sge)?;
+    let capacity = queue.capacity();
+    // rdma_rxe arms the limit given at creation as it stands.
+    let limit = attr.limit;
+    let srqs = dev.data().srqs();
+    let slot = srqs.reserve(params::MIN_SRQN, params::MAX_SRQN)?;
+    let mi = queue.export(udata)?;
+    udata.respond(&crate::glue::bindings::rxe_create_srq_resp {
+        mi,
+        srq_num: slot.index(),
+        reserved: 0,
+    })?;
+    let shared = Arc::pin_init(
+        pin_init!(SrqShared {
+            srq,
+            max_sge,
+            ring <- IrqSpinLock::new(
+                SrqRing {
+                    queue,
+                    consumer: 0,
+                    limit,
+                },
+                c_str!("rrxe_srq"),
+                &SRQ_LOCK
+            ),
+            modify <- new_mutex!((), "rrxe_srq_modify"),
+        }),
+        GFP_KERNEL,
+    )?;
+    let num = slot.index();
+    slot.store(shared.clone())?;
+    attr.max_wr = capacity;
+    attr.max_sge = max_sge;
+    Ok(RrxeSrq { shared, num })
+}
+
+/// Applies a Modify SRQ (IBA 11.2.3.3): a resize, and arming the limit.
+pub(crate) fn modify(srq: &Srq<Rrxe>, m: &SrqModify, udata: Option<&mut UData>) -> Result {
+    let shared = &srq.data().shared;
+    let _serial = shared.modify.lock();
+    let (capacity, limit) = {
+        let ring = shared.ring.lock();
+        (ring.queue.capacity(), ring.limit)
+    };
+    if let Some(max_wr) = m.max_wr {
+        // IBA 11.2.3.3: a size below the armed limit is refused.
+        if max_wr == 0 || max_wr > MAX_SRQ_WR || (limit != 0 && max_wr < limit) {
+            return Err(EINVAL);
+        }
+    }
+    if let Some(l) = m.limit {
+        if l > MAX_SRQ_WR || l > capacity {
+            return Err(EINVAL);
+        }
+    }
+    if let Some(max_wr) = m.max_wr {
+        resize(shared, max_wr, m, udata)?;
+    }
+    if let Some(l) = m.limit {
+        shared.ring.lock().limit = l;
+    }
+    Ok(())
+}
+
+/// Replaces the ring with one of room for `max_wr`, moving the WQEs waiting in it to the
+/// new ring's first slots.
+///
+/// rdma_rxe's protocol: the new ring's `mminfo` goes to the caller's `mmap_info_addr`, and
+/// the kernel writes the new ring's producer index (the number of WQEs moved); the provider
+/// holds its SRQ lock across the call and the remapping, so it posts nothing meanwhile.
+fn resize(shared: &SrqShared, max_wr: u32, m: &SrqModify, udata: Option<&mut UData>) -> Result {
+    // A kernel SRQ does not exist (see `create`), so a user one always has both.
+    let (Some(udata), Some(out)) = (udata, m.mmap_info.as_ref()) else {
+        return Err(EINVAL);
+    };
+    // Allocation, export and the copy to userspace may sleep: all before taking the lock.
+    let mut queue = new_queue(max_wr, shared.max_sge)?;
+    let mi = queue.export(udata)?;
+    out.write(&mi)?;
+    let old = {
+        let mut ring = shared.ring.lock();
+        // IBA 11.2.3.3: fewer slots than WQEs waiting would lose some.
+        let count = ring.count();
+        queue.take_entries_from_range(&ring.queue, ring.consumer, count)?;
+        ring.consumer = 0;
+        core::mem::replace(&mut ring.queue, queue)
+    };
+    // Freeing may sleep (vfree, mmap entry removal): after the lock.
+    drop(old);
+    Ok(())
+}
+
+/// Reports an SRQ's attributes (IBA 11.2.3.2).
+pub(crate) fn query(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
+    let shared = &srq.data().shared;
+    let ring = shared.ring.lock();
+    Ok(SrqAttr {
+        max_wr: ring.queue.capacity(),
+        max_sge: shared.max_sge,
+        limit: ring.limit,
+    })
+}
+
+/// Destroys an SRQ; the core has checked that no QP uses it.
+pub(crate) fn destroy(dev: &Device<Rrxe>, srq: &Srq<Rrxe>) {
+    drop(dev.data().srqs().remove(srq.data().num));
+}
+
+impl RrxeSrq {
+    /// The part of the SRQ a QP attached to it keeps.
+    pub(crate) fn shared(&self) -> Arc<SrqShared> {
+        self.shared.clone()
+    }
+}

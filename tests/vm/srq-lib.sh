@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the SRQ tests (sourced).
+
+# The GID index of rrxe0's RoCEv2 entry for IPv4 address $1.
+gid_index() {
+	local hex f
+	hex=$(printf '%02x%02x:%02x%02x' $(echo "$1" | tr . ' '))
+	for f in /sys/class/infiniband/rrxe0/ports/1/gids/*; do
+		if grep -q "ffff:$hex" "$f" 2>/dev/null; then
+			case $(cat "/sys/class/infiniband/rrxe0/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null) in
+			*v2*) basename "$f"; return 0 ;;
+			esac
+		fi
+	done
+	return 1
+}
+
+# Runs an ibv_srq_pingpong client against $1, retrying while the server is not listening.
+srq_pp_client() {
+	local host=$1 tries=0 log=/tmp/srq-pp-client.log
+	shift
+	while :; do
+		timeout 120 ibv_srq_pingpong "$@" "$host" >"$log" 2>&1 && { cat "$log"; return 0; }
+		if ! grep -q "Couldn't connect" "$log" || [ $tries -ge 20 ]; then
+			cat "$log"
+			return 1
+		fi
+		tries=$((tries + 1))
+		sleep 1
+	done
+}

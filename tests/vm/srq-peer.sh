@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Side B of srq.sh: ibv_srq_pingpong servers for side A's two-VM runs.
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+. "$here/srq-lib.sh"
+
+tap_begin "ibv_srq_pingpong servers, peer side"
+check "modprobe rrxe" modprobe rrxe
+ip link set eth0 up
+check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+wait_for 10 gid_index "$RRXE_LOCAL_IP4"
+G=$(gid_index "$RRXE_LOCAL_IP4")
+check "server: 16 QPs on one SRQ" timeout 240 ibv_srq_pingpong -d rrxe0 -g "$G" -n 500 -p 18610 -c
+check "server: 4 KiB messages, events" \
+	timeout 240 ibv_srq_pingpong -d rrxe0 -g "$G" -n 200 -q 8 -s 4096 -e -p 18611
+rdma link delete rrxe0
+check "rmmod rrxe" rmmod rrxe
+tap_end
