@@ -11,6 +11,7 @@ mod device;
 mod glue;
 mod memory;
 mod mr;
+mod mw;
 #[cfg(rrxe_selftest)]
 mod mr_selftest;
 mod params;
