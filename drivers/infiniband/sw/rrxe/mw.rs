@@ -143,8 +143,7 @@ pub(crate) fn bind(dev: &RrxeDevice, pd: PdId, qpn: u32, req: &BindRequest) -> R
     } else {
         None
     };
-    if req.access & !SUPPORTED_ACCESS != 0 || req.access & b::ib_access_flags_IB_ZERO_BASED != 0
-    {
+    if req.access & !SUPPORTED_ACCESS != 0 || req.access & b::ib_access_flags_IB_ZERO_BASED != 0 {
         return Err(());
     }
     // C10-72: the window and the QP are in one PD.
@@ -158,8 +157,8 @@ pub(crate) fn bind(dev: &RrxeDevice, pd: PdId, qpn: u32, req: &BindRequest) -> R
     if let Some(mr) = &mr {
         // The MR is in the QP's PD, allows binding (C10-73), allows local writes if the
         // window allows remote writes or atomics (C10-74), and holds the window (C10-75).
-        let writes = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-            | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        let writes =
+            b::ib_access_flags_IB_ACCESS_REMOTE_WRITE | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
         if mr.pd() != pd
             || mr.access() & b::ib_access_flags_IB_ACCESS_MW_BIND == 0
             || mr.access() & b::ib_access_flags_IB_ZERO_BASED != 0

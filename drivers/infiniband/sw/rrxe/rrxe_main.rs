@@ -11,9 +11,9 @@ mod device;
 mod glue;
 mod memory;
 mod mr;
-mod mw;
 #[cfg(rrxe_selftest)]
 mod mr_selftest;
+mod mw;
 mod params;
 mod qp;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.

@@ -873,7 +873,10 @@ impl<T: Driver> DeviceRegistry<T> {
     /// # Safety
     ///
     /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
-    unsafe extern "C" fn alloc_mw(ibmw: *mut bindings::ib_mw, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_mw(
+        ibmw: *mut bindings::ib_mw,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: the core allocated the MW zeroed (`size_ib_mw` bytes) and set its device,
         // PD and type; it is ours until this returns.
         let (dev, pd, mw_type) = unsafe {
