@@ -15,7 +15,7 @@ for _ in $(seq 50); do
 	grep -qv '^0000' /sys/class/infiniband/rrxe0/ports/1/gids/0 2>/dev/null && break
 	sleep 0.2
 done
-PYTHONPATH=$tests python3 "$(dirname "$0")/mw.py"
+PYTHONPATH=$tests:$tests/tests python3 "$(dirname "$0")/mw.py"
 rc=$?
 echo "# rdma-core test_mr.MWTest"
 (cd "$tests/tests" && python3 run_tests.py --dev rrxe0 --gid 0 -v test_mr.MWTest) >"$tests/mwtest.log" 2>&1

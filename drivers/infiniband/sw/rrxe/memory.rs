@@ -210,7 +210,7 @@ impl Memory for QpMemory<'_> {
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
         self.invalidate_key(rkey)
-            .map_err(|_| RemoteError::InvalidRequest)
+            .map_err(|()| RemoteError::InvalidRequest)
     }
 
     fn local_operation(&mut self, sq_index: u32, wqe: &SendWqe) -> Result<(), LocalError> {
@@ -219,12 +219,12 @@ impl Memory for QpMemory<'_> {
             SendOpcode::Local(local::LOCAL_INV) => {
                 let key = sq.invalidate_rkey(sq_index);
                 drop(sq);
-                self.invalidate_key(key).map_err(|_| LocalError::Operation)
+                self.invalidate_key(key).map_err(|()| LocalError::Operation)
             }
             SendOpcode::Local(local::BIND_MW) => {
                 let req = sq.bind_request(sq_index);
                 drop(sq);
-                mw::bind(self.dev, self.pd, self.qpn, &req).map_err(|_| LocalError::MwBind)
+                mw::bind(self.dev, self.pd, self.qpn, &req).map_err(|()| LocalError::MwBind)
             }
             _ => Err(LocalError::Operation),
         }

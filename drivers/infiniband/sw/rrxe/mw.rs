@@ -21,12 +21,15 @@ use kernel::sync::Arc;
 
 static MW_LOCK: LockClass = LockClass::new();
 
-/// Rights a window may grant: the remote ones and zero-based addressing (which rrxe refuses
-/// at bind time, as rdma_rxe does for type 1).
+/// Access bits a bind may carry: the remote rights a window grants, and the local bits
+/// consumers pass along with them (rdma-core's tests bind with Local Write), which mean
+/// nothing for a window (IBA 10.6.7.2.1: a window only grants remote access) and are
+/// ignored, as rdma_rxe does.
 const SUPPORTED_ACCESS: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ
     | b::ib_access_flags_IB_ACCESS_REMOTE_WRITE
     | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
-    | b::ib_access_flags_IB_ZERO_BASED;
+    | b::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | b::ib_access_flags_IB_ACCESS_MW_BIND;
 
 /// Handle of one rrxe MW, owned by the RDMA core's `struct ib_mw`.
 pub(crate) struct RrxeMw {
@@ -143,7 +146,8 @@ pub(crate) fn bind(dev: &RrxeDevice, pd: PdId, qpn: u32, req: &BindRequest) -> R
     } else {
         None
     };
-    if req.access & !SUPPORTED_ACCESS != 0 || req.access & b::ib_access_flags_IB_ZERO_BASED != 0 {
+    // Zero-based windows are not offered (o10-36.2.2 forbids them for type 1).
+    if req.access & !SUPPORTED_ACCESS != 0 {
         return Err(());
     }
     // C10-72: the window and the QP are in one PD.
