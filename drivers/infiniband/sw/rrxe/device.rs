@@ -17,6 +17,7 @@ use crate::glue::stats::{CounterDescs, CounterNames};
 use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, Umem};
 use crate::mr::{self, MrState, RrxeMr};
+use crate::mw::{self, MwState, RrxeMw};
 use crate::params;
 use crate::qp::{self, QpShared, RrxeQp};
 use crate::srq::{self, RrxeSrq, SrqShared};
@@ -116,6 +117,8 @@ pub(crate) struct RrxeDevice {
     mrs: Pin<KBox<IndexTable<MrState>>>,
     /// The SRQs, by SRQ number.
     srqs: Pin<KBox<IndexTable<SrqShared>>>,
+    /// The allocated memory windows, by key index.
+    mws: Pin<KBox<IndexTable<MwState>>>,
     /// Low byte of the next MR key.
     pub(crate) key_variant: AtomicU32,
     /// Keeps the RoCEv2 UDP port open while the device exists.
@@ -162,6 +165,7 @@ impl RrxeDevice {
             port_active: AtomicBool::new(port_is_active(netdev)),
             mrs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
             srqs: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
+            mws: KBox::pin_init(IndexTable::new(), GFP_KERNEL)?,
             key_variant: AtomicU32::new(0),
             _tunnel: tunnel,
         })
@@ -175,6 +179,11 @@ impl RrxeDevice {
     /// The SRQs, by SRQ number.
     pub(crate) fn srqs(&self) -> &IndexTable<SrqShared> {
         &self.srqs
+    }
+
+    /// The allocated memory windows, by key index.
+    pub(crate) fn mws(&self) -> &IndexTable<MwState> {
+        &self.mws
     }
 
     /// The node GUID.
@@ -268,6 +277,7 @@ impl Driver for Rrxe {
     type Pd = RrxePd;
     type Cq = RrxeCq;
     type Mr = RrxeMr;
+    type Mw = RrxeMw;
     type Qp = RrxeQp;
     type Ah = RrxeAh;
     type Srq = RrxeSrq;
@@ -309,12 +319,16 @@ impl Driver for Rrxe {
             device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
                 | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
                 | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
-                | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE) as u64,
+                | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
+                | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+                | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B)
+                as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE as i32,
             max_mr: params::MAX_MR as i32,
+            max_mw: (params::MAX_MW_INDEX - params::MIN_MW_INDEX + 1) as i32,
             max_mr_size: u64::MAX,
             max_qp: params::MAX_QP,
             max_qp_wr: wq::MAX_WR as i32,
@@ -435,8 +449,16 @@ impl Driver for Rrxe {
         mr::dma(dev.data(), pd, memory, access)
     }
 
-    fn dereg_mr(dev: &Device<Self>, mr: RrxeMr) {
+    fn dereg_mr(dev: &Device<Self>, mr: &RrxeMr) -> Result {
         mr::dereg(dev.data(), mr)
+    }
+
+    fn alloc_mw(dev: &Device<Self>, pd: PdId, type2: bool) -> Result<(RrxeMw, u32)> {
+        mw::alloc(dev.data(), pd, type2)
+    }
+
+    fn dealloc_mw(dev: &Device<Self>, mw: &RrxeMw) {
+        mw::dealloc(dev.data(), mw)
     }
 
     fn resize_cq(cq: &Cq<Self>, entries: u32, udata: Option<&mut UData>) -> Result<u32> {

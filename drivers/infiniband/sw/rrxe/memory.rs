@@ -7,10 +7,11 @@
 use crate::device::RrxeDevice;
 use crate::glue::rdma::PdId;
 use crate::mr::{self, Access};
+use crate::mw;
 use crate::transport::qp::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
-use crate::transport::qp::wqe::{RecvWqe, SendWqe};
+use crate::transport::qp::wqe::{RecvWqe, SendOpcode, SendWqe};
 use crate::transport::qp::Memory;
-use crate::wq::{RecvRing, SendRing, Sge};
+use crate::wq::{local, RecvRing, SendRing, Sge};
 use core::cell::RefCell;
 
 /// Memory as one QP reaches it during a task run.
@@ -20,6 +21,8 @@ pub(crate) struct QpMemory<'a> {
     pub(crate) grh: Option<[u8; 40]>,
     dev: &'a RrxeDevice,
     pd: PdId,
+    /// The QP's number: type 2 windows answer only the QP they were bound through.
+    qpn: u32,
     sq: &'a RefCell<SendRing>,
     rq: &'a RefCell<RecvRing>,
 }
@@ -28,6 +31,7 @@ impl<'a> QpMemory<'a> {
     pub(crate) fn new(
         dev: &'a RrxeDevice,
         pd: PdId,
+        qpn: u32,
         sq: &'a RefCell<SendRing>,
         rq: &'a RefCell<RecvRing>,
     ) -> Self {
@@ -35,6 +39,7 @@ impl<'a> QpMemory<'a> {
             grh: None,
             dev,
             pd,
+            qpn,
             sq,
             rq,
         }
@@ -81,11 +86,29 @@ impl<'a> QpMemory<'a> {
         len: usize,
         access: Access,
     ) -> Result<kernel::sync::Arc<mr::MrState>, RemoteError> {
+        if mw::is_mw_key(rkey) {
+            return mw::resolve(self.dev, self.pd, self.qpn, rkey, va, len, access)
+                .ok_or(RemoteError::Access);
+        }
         let region = mr::lookup(self.dev, rkey).ok_or(RemoteError::Access)?;
         region
             .check(self.pd, va, len, access)
             .map_err(|_| RemoteError::Access)?;
         Ok(region)
+    }
+}
+
+impl QpMemory<'_> {
+    /// Invalidates `key` for a Local Invalidate or a Send with Invalidate (IBA 10.6.6,
+    /// 10.6.7.2.5). Only type 2 windows can be: MRs registered through the verbs
+    /// (user and DMA MRs) are not invalidatable (o10-32: Send with Invalidate of such an
+    /// R_Key is an invalid request), and rrxe offers no fast-register MRs yet.
+    fn invalidate_key(&self, key: u32) -> Result<(), ()> {
+        if mw::is_mw_key(key) {
+            mw::invalidate(self.dev, self.pd, key)
+        } else {
+            Err(())
+        }
     }
 }
 
@@ -185,13 +208,25 @@ impl Memory for QpMemory<'_> {
         region.atomic(va, op).map_err(|_| RemoteError::Access)
     }
 
-    fn invalidate(&mut self, _rkey: u32) -> Result<(), RemoteError> {
-        // Send with Invalidate needs MRs that can be invalidated (fast-register MRs and
-        // memory windows), which rrxe does not offer yet: the request is invalid here.
-        Err(RemoteError::InvalidRequest)
+    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
+        self.invalidate_key(rkey)
+            .map_err(|()| RemoteError::InvalidRequest)
     }
 
-    fn local_operation(&mut self, _sq_index: u32, _wqe: &SendWqe) -> Result<(), LocalError> {
-        Err(LocalError::Operation)
+    fn local_operation(&mut self, sq_index: u32, wqe: &SendWqe) -> Result<(), LocalError> {
+        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
+        match wqe.opcode {
+            SendOpcode::Local(local::LOCAL_INV) => {
+                let key = sq.invalidate_rkey(sq_index);
+                drop(sq);
+                self.invalidate_key(key).map_err(|()| LocalError::Operation)
+            }
+            SendOpcode::Local(local::BIND_MW) => {
+                let req = sq.bind_request(sq_index);
+                drop(sq);
+                mw::bind(self.dev, self.pd, self.qpn, &req).map_err(|()| LocalError::MwBind)
+            }
+            _ => Err(LocalError::Operation),
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::glue::umem::{KernelMemory, MemError, Umem};
 use crate::params;
 use crate::transport::qp::memory::AtomicOp;
 use crate::transport::region;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -53,7 +53,7 @@ pub(crate) enum Access {
 
 impl Access {
     /// The `IB_ACCESS_*` bit this access needs, if any.
-    fn required(self) -> u32 {
+    pub(crate) fn required(self) -> u32 {
         match self {
             Self::LocalRead => 0,
             Self::LocalWrite => b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
@@ -106,6 +106,9 @@ pub(crate) struct MrState {
     key: u32,
     /// Cleared at deregistration; no new access may start afterwards.
     valid: AtomicBool,
+    /// Memory windows bound to it; it cannot be deregistered while any are (IBA 10.6.7.3:
+    /// deregistering an MR with bound windows fails).
+    windows: AtomicU32,
     memory: Memory,
 }
 
@@ -140,6 +143,56 @@ impl MrState {
                 .ok_or(MrError::Bounds),
             // All of memory: only a range wrapping around the address space is out.
             Memory::Kernel(_) => va.checked_add(len).map(|_| ()).ok_or(MrError::Bounds),
+        }
+    }
+
+    /// The protection domain it was registered in.
+    pub(crate) fn pd(&self) -> PdId {
+        self.pd
+    }
+
+    /// Its `IB_ACCESS_*` flags.
+    pub(crate) fn access(&self) -> u32 {
+        self.access
+    }
+
+    /// Whether `len` bytes at `va` lie inside it: a window may only be bound within its MR
+    /// (IBA 10.6.7.2.4, C10-75).
+    pub(crate) fn contains(&self, va: u64, len: u64) -> bool {
+        match self.memory {
+            Memory::User(_) => region::offset_in(self.iova, self.length, va, len).is_some(),
+            Memory::Kernel(_) => va.checked_add(len).is_some(),
+        }
+    }
+
+    /// Counts a window bound to it; fails if it is no longer registered. A deregistration
+    /// racing with the bind either sees the window or is seen by it.
+    pub(crate) fn attach_window(&self) -> bool {
+        self.windows.fetch_add(1, Ordering::SeqCst);
+        if self.valid.load(Ordering::SeqCst) {
+            true
+        } else {
+            self.detach_window();
+            false
+        }
+    }
+
+    /// Forgets a window bound by [`MrState::attach_window`].
+    pub(crate) fn detach_window(&self) {
+        self.windows.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Checks that `len` bytes at `va` may be reached through a window bound to it: the MR
+    /// must still be registered and hold the range; rights are the window's (IBA 10.6.7.1).
+    pub(crate) fn check_window(&self, va: u64, len: usize) -> Result<(), MrError> {
+        if !self.is_valid() {
+            return Err(MrError::Invalid);
+        }
+        let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
+        if self.contains(va, len) {
+            Ok(())
+        } else {
+            Err(MrError::Bounds)
         }
     }
 
@@ -221,6 +274,7 @@ fn register(
             length,
             key,
             valid: AtomicBool::new(true),
+            windows: AtomicU32::new(0),
             memory,
         },
         GFP_KERNEL,
@@ -230,7 +284,8 @@ fn register(
     #[cfg(rrxe_selftest)]
     if iova >> 32 == crate::mr_selftest::MAGIC && matches!(mr.state.memory, Memory::User(_)) {
         if let Err(e) = crate::mr_selftest::run(dev, &mr.state, iova, length) {
-            dereg(dev, mr);
+            // A fresh MR has no windows: deregistration succeeds.
+            let _ = dereg(dev, &mr);
             return Err(e);
         }
     }
@@ -263,9 +318,16 @@ pub(crate) fn dma(
 }
 
 /// Destroys an MR: its key becomes invalid at once; in-flight users keep the memory until
-/// they drop their references. Process context.
-pub(crate) fn dereg(dev: &RrxeDevice, mr: RrxeMr) {
-    mr.state.valid.store(false, Ordering::Release);
-    // Drops the table's reference (not the last one: `mr` holds another), then `mr`'s.
+/// they drop their references (the caller drops `mr` on success). Fails with `EINVAL`, the
+/// MR unchanged, while memory windows are bound to it (IBA 10.6.7.3; rdma_rxe's `num_mw`
+/// check). Process context.
+pub(crate) fn dereg(dev: &RrxeDevice, mr: &RrxeMr) -> Result {
+    mr.state.valid.store(false, Ordering::SeqCst);
+    if mr.state.windows.load(Ordering::SeqCst) != 0 {
+        mr.state.valid.store(true, Ordering::SeqCst);
+        return Err(EINVAL);
+    }
+    // Drops the table's reference (not the last one: `mr` holds another).
     drop(dev.mrs().remove(region::key_index(mr.state.key)));
+    Ok(())
 }

@@ -30,8 +30,16 @@ pub(crate) const MAX_CQ: i32 = 1 << 16;
 /// Entries per CQ (as rdma_rxe: 2^15 - 1, a ring of 2^15 slots with one kept empty).
 pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 
-/// Memory regions per device: MR keys carry a 24-bit index.
-pub(crate) const MAX_MR: u32 = (1 << 24) - 1;
+/// Memory regions per device. MR and MW keys carry a 24-bit table index; MRs take the lower
+/// half of the index space and MWs the upper, so a key names its kind (rdma_rxe splits its
+/// indices the same way, `rkey_is_mw()`).
+pub(crate) const MAX_MR: u32 = (1 << 23) - 1;
+
+/// First table index of a memory window.
+pub(crate) const MIN_MW_INDEX: u32 = 1 << 23;
+
+/// Last table index of a memory window.
+pub(crate) const MAX_MW_INDEX: u32 = (1 << 24) - 1;
 
 /// Page sizes an MR may be built from: any 4 KiB multiple, as rdma_rxe reports.
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;

@@ -558,7 +558,7 @@ impl QpContext {
         req: &ModifyQp,
     ) -> core::result::Result<(), crate::transport::qp::ModifyError> {
         let dev = self.qp.device().data();
-        let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
+        let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), self.qp.qpn(), &self.sq, &self.rq);
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
         let mut mem = mem_ctx;
@@ -577,7 +577,7 @@ impl QpContext {
         self.sq.get_mut().snapshot();
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
-        let mut mem = QpMemory::new(dev, self.qp.pd_id(), &self.sq, &self.rq);
+        let mut mem = QpMemory::new(dev, self.qp.pd_id(), self.qp.qpn(), &self.sq, &self.rq);
         // The engine borrows the queues and memory for one call at a time.
         macro_rules! io {
             () => {

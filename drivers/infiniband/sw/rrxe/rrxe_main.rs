@@ -13,6 +13,7 @@ mod memory;
 mod mr;
 #[cfg(rrxe_selftest)]
 mod mr_selftest;
+mod mw;
 mod params;
 mod qp;
 mod srq;

@@ -11,6 +11,7 @@
 use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::UData;
+use crate::mw::BindRequest;
 use crate::srq::SrqShared;
 use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
 use crate::transport::qp::{RecvQueue, SendQueue};
@@ -41,7 +42,15 @@ mod wr {
     pub(super) const RDMA_READ: u32 = 4;
     pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(super) const LOCAL_INV: u32 = 7;
+    pub(super) const BIND_MW: u32 = 8;
     pub(super) const SEND_WITH_INV: u32 = 9;
+}
+
+/// Kinds of local operations, numbered as the completion opcode (`IB_WC_*`) they report.
+pub(crate) mod local {
+    pub(crate) const BIND_MW: u8 = 5;
+    pub(crate) const LOCAL_INV: u8 = 6;
 }
 
 /// `IB_SEND_*` flags.
@@ -223,6 +232,24 @@ impl SendRing {
         Some(&b[SEND_WQE_HEADER..SEND_WQE_HEADER + len])
     }
 
+    /// The R_Key a Local Invalidate WQE names.
+    pub(crate) fn invalidate_rkey(&self, index: u32) -> u32 {
+        u32_at(self.copy(index), 20)
+    }
+
+    /// The `wr.mw` fields of a Bind Memory Window WQE.
+    pub(crate) fn bind_request(&self, index: u32) -> BindRequest {
+        let b = self.copy(index);
+        BindRequest {
+            addr: u64_at(b, 24),
+            length: u64_at(b, 32),
+            mr_lkey: u32_at(b, 40),
+            mw_rkey: u32_at(b, 44),
+            rkey: u32_at(b, 48),
+            access: u32_at(b, 52),
+        }
+    }
+
     /// Decodes WQE `index`; WQEs the QP cannot execute decode as
     /// [`SendOpcode::Unsupported`] and complete with a local QP operation error.
     fn decode(&self, index: u32) -> SendWqe {
@@ -275,10 +302,11 @@ impl SendRing {
         let opcode = u32_at(b, 12);
         let allowed = match self.service {
             Service::Rc => true,
-            // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends.
+            // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends. Local Invalidate is
+            // taken on RC only, as rdma_rxe does (rxe_wr_opcode_info).
             Service::Uc => !matches!(
                 opcode,
-                wr::RDMA_READ | wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD
+                wr::RDMA_READ | wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD | wr::LOCAL_INV
             ),
             Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
         };
@@ -298,6 +326,8 @@ impl SendRing {
                 swap: u64_at(b, 40),
             },
             wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
+            wr::LOCAL_INV => SendOpcode::Local(local::LOCAL_INV),
+            wr::BIND_MW => SendOpcode::Local(local::BIND_MW),
             _ => SendOpcode::Unsupported,
         };
         match wqe.opcode {

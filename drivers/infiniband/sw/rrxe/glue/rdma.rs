@@ -96,6 +96,8 @@ pub(crate) trait Driver: Sized + 'static {
     type Cq: Send + Sync;
     /// Per-memory-region state.
     type Mr: Send + Sync;
+    /// Per-memory-window state.
+    type Mw: Send + Sync;
     /// Per-queue-pair state.
     type Qp: Send + Sync;
     /// Per-address-handle state.
@@ -162,8 +164,13 @@ pub(crate) trait Driver: Sized + 'static {
         memory: KernelMemory,
         access: i32,
     ) -> Result<(Self::Mr, u32)>;
-    /// Destroys an MR.
-    fn dereg_mr(dev: &Device<Self>, mr: Self::Mr);
+    /// Destroys an MR; on failure the MR stays as it was and the core keeps it.
+    fn dereg_mr(dev: &Device<Self>, mr: &Self::Mr) -> Result;
+    /// Creates a memory window of type 1 (`type2` false) or 2 in protection domain `pd`;
+    /// returns it and its R_Key.
+    fn alloc_mw(dev: &Device<Self>, pd: PdId, type2: bool) -> Result<(Self::Mw, u32)>;
+    /// Destroys a memory window (bound or not).
+    fn dealloc_mw(dev: &Device<Self>, mw: &Self::Mw);
     /// Arms the CQ's completion event; returns whether completions are already waiting
     /// (when `report_missed` is set).
     fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool, report_missed: bool) -> bool;
@@ -687,6 +694,8 @@ impl<T: Driver> DeviceRegistry<T> {
             reg_user_mr: Some(Self::reg_user_mr),
             get_dma_mr: Some(Self::get_dma_mr),
             dereg_mr: Some(Self::dereg_mr),
+            alloc_mw: Some(Self::alloc_mw),
+            dealloc_mw: Some(Self::dealloc_mw),
             create_qp: Some(Self::create_qp),
             modify_qp: Some(Self::modify_qp),
             query_qp: Some(Self::query_qp),
@@ -709,6 +718,7 @@ impl<T: Driver> DeviceRegistry<T> {
             size_ib_srq: size_of::<Srq<T>>(),
             size_ib_pd: size_of::<Pd<T>>(),
             size_ib_cq: size_of::<Cq<T>>(),
+            size_ib_mw: size_of::<Mw<T>>(),
             dealloc_driver: Some(Self::dealloc_driver),
             size_ib_ucontext: size_of::<UContext<T>>(),
             ..Default::default()
@@ -916,16 +926,73 @@ impl<T: Driver> DeviceRegistry<T> {
         ibmr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the MR came from `new_mr` (a leaked `KBox<Mr<T>>`) and the core deregisters
-        // it once, on a live device.
-        let (mr, dev) = unsafe {
+        // SAFETY: the MR came from `new_mr` (a `KBox<Mr<T>>` handed to the core, which
+        // deregisters it on a live device and keeps it if deregistration fails); `new_mr`
+        // initialised its data.
+        let (data, dev) = unsafe {
             (
-                KBox::from_raw(ibmr.cast::<Mr<T>>()),
+                (*ibmr.cast::<Mr<T>>()).data.assume_init_ref(),
                 Device::<T>::from_raw((*ibmr).device),
             )
         };
-        // SAFETY: `new_mr` initialised the data.
-        T::dereg_mr(dev, unsafe { mr.data.assume_init_read() });
+        if let Err(e) = T::dereg_mr(dev, data) {
+            return e.to_errno();
+        }
+        // SAFETY: as above; the core no longer uses the MR once this succeeds.
+        let mut mr = unsafe { KBox::from_raw(ibmr.cast::<Mr<T>>()) };
+        // SAFETY: initialised by `new_mr`, dropped only here.
+        unsafe { mr.data.assume_init_drop() };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn alloc_mw(
+        ibmw: *mut bindings::ib_mw,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: the core allocated the MW zeroed (`size_ib_mw` bytes) and set its device,
+        // PD and type; it is ours until this returns.
+        let (dev, pd, mw_type) = unsafe {
+            (
+                Device::<T>::from_raw((*ibmw).device),
+                PdId::from_raw((*ibmw).pd),
+                (*ibmw).type_,
+            )
+        };
+        let type2 = match mw_type {
+            bindings::ib_mw_type_IB_MW_TYPE_1 => false,
+            bindings::ib_mw_type_IB_MW_TYPE_2 => true,
+            _ => return EINVAL.to_errno(),
+        };
+        match T::alloc_mw(dev, pd, type2) {
+            Ok((data, rkey)) => {
+                // SAFETY: as above; the state is not initialised yet.
+                unsafe {
+                    (*ibmw).rkey = rkey;
+                    Mw::<T>::init(ibmw, data);
+                }
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn dealloc_mw(ibmw: *mut bindings::ib_mw) -> c_int {
+        // SAFETY: an MW `alloc_mw` initialised, destroyed once on a live device.
+        let (mw, dev) = unsafe {
+            (
+                Mw::<T>::from_raw(ibmw),
+                Device::<T>::from_raw((*ibmw).device),
+            )
+        };
+        T::dealloc_mw(dev, mw.data());
+        // SAFETY: nothing uses the state after this; the core frees the MW.
+        unsafe { Mw::<T>::drop_data(ibmw) };
         0
     }
 
@@ -1217,6 +1284,9 @@ impl PdId {
         Self(ibpd as usize)
     }
 }
+
+/// A memory window (`struct ib_mw`) and the driver's state for it.
+pub(crate) type Mw<T> = Object<bindings::ib_mw, <T as Driver>::Mw>;
 
 /// A completion queue (`struct ib_cq`) and the driver's state for it.
 pub(crate) type Cq<T> = Object<bindings::ib_cq, <T as Driver>::Cq>;

@@ -21,6 +21,9 @@ pub enum LocalError {
     Length,
     /// Any other local failure of the WQE.
     Operation,
+    /// A Bind Memory Window WQE the CA refused (IBA 10.6.7.2.4: the bind's MW, MR, PD,
+    /// rights or range were not acceptable).
+    MwBind,
 }
 
 impl LocalError {
@@ -31,6 +34,7 @@ impl LocalError {
             Self::Protection => WcStatus::LocProtErr,
             Self::Length => WcStatus::LocLenErr,
             Self::Operation => WcStatus::LocQpOpErr,
+            Self::MwBind => WcStatus::MwBindErr,
         }
     }
 }
