@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Data-path acceptance tests, side A (the clients). Side B (tests/vm/verbs-peer.sh) runs the
+# servers; a TCP control channel to it (port 4793, tests/lib/verbs_ctl.py) starts each server
+# and reports once it listens, so every client connects exactly once. Then the same programs
+# in loopback, server and client on this VM's one device (destination GID = source GID).
+# Programs: rdma-core's ibv_{rc,uc,ud}_pingpong (-c checks the received data) and perftest.
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+. "$here/../lib/gid.sh"
+
+tap_begin "rrxe verbs data path"
+CTL_PORT=4793
+# Per-program limits: TCG is slow, but every run here takes seconds when things work.
+CLIENT_TMO=${VERBS_CLIENT_TMO:-60}
+SERVER_TMO=${VERBS_SERVER_TMO:-90}
+[ "${RRXE_VARIANT:-}" = debug ] && CLIENT_TMO=300 && SERVER_TMO=360
+OUT=/tmp/verbs-out
+mkdir -p "$OUT"
+
+check "modprobe rrxe" modprobe rrxe
+ip link set eth0 up
+check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+g4=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" && gid_index rrxe0 "$RRXE_LOCAL_IP4")
+g6=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP6" && gid_index rrxe0 "$RRXE_LOCAL_IP6")
+check "IPv4 GID index found ($g4)" test -n "$g4"
+check "IPv6 GID index found ($g6)" test -n "$g6"
+
+# Lines worth keeping from a program's output: pingpong rates, perftest result rows.
+summary() {
+	grep -E 'bytes in|iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|#bytes' "$1" | sed 's/^/#   /'
+}
+show_log() {
+	sed 's/^/#   /' "$1" | tail -25
+}
+
+ctl_open() { exec 3<>"/dev/tcp/$RRXE_PEER_IP4/$CTL_PORT"; }
+ctl() { # request... -> $CTL_REPLY
+	CTL_REPLY=
+	echo "$*" >&3 && read -r -t "$SERVER_TMO" CTL_REPLY <&3
+}
+
+# remote NAME PORT PROG ARGS...: PROG's server on B (ARGS, @GID4@/@GID6@ as B's GID indices
+# there), its client here with ARGS (our GID indices) against B.
+remote() {
+	local name=$1 port=$2 prog=$3
+	shift 3
+	local sargs=() cargs=() a
+	for a in "$@"; do
+		sargs+=("$a")
+		a=${a//@GID4@/$g4}
+		cargs+=("${a//@GID6@/$g6}")
+	done
+	local desc="wire: $prog ${cargs[*]}"
+	if ! ctl start "$name" "$port" "$SERVER_TMO" "$prog" "${sargs[@]}" -p "$port" ||
+		[ "$CTL_REPLY" != ready ]; then
+		_tap_result fail "$desc" "server on B did not start: ${CTL_REPLY:-no reply}"
+		return
+	fi
+	timeout "$CLIENT_TMO" "$prog" "${cargs[@]}" -p "$port" "$RRXE_PEER_IP4" >"$OUT/$name" 2>&1
+	local crc=$?
+	ctl wait "$name"
+	local src=${CTL_REPLY#rc }
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		_tap_result ok "$desc"
+		summary "$OUT/$name"
+	else
+		_tap_result fail "$desc" "client exit $crc, server ${CTL_REPLY:-no reply}"
+		show_log "$OUT/$name"
+	fi
+}
+
+listening() { # port
+	grep -qE "^ *[0-9]+: [0-9A-F:]+:$(printf %04X "$1") [0-9A-F:]+ 0A" /proc/net/tcp /proc/net/tcp6
+}
+
+# loop NAME PORT PROG ARGS...: server and client here, on rrxe0, the same GID.
+loop() {
+	local name=$1 port=$2 prog=$3
+	shift 3
+	local args=() a
+	for a in "$@"; do
+		a=${a//@GID4@/$g4}
+		args+=("${a//@GID6@/$g6}")
+	done
+	local desc="loopback: $prog ${args[*]}"
+	timeout "$SERVER_TMO" "$prog" "${args[@]}" -p "$port" >"$OUT/$name.srv" 2>&1 &
+	local spid=$!
+	if ! wait_for 60 listening "$port"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		_tap_result fail "$desc" "server did not listen"
+		show_log "$OUT/$name.srv"
+		return
+	fi
+	timeout "$CLIENT_TMO" "$prog" "${args[@]}" -p "$port" 127.0.0.1 >"$OUT/$name" 2>&1
+	local crc=$?
+	wait "$spid"
+	local src=$?
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		_tap_result ok "$desc"
+		summary "$OUT/$name"
+	else
+		_tap_result fail "$desc" "client exit $crc, server exit $src"
+		show_log "$OUT/$name"
+		echo "#   server:"
+		show_log "$OUT/$name.srv"
+	fi
+}
+
+MiB=1048576
+PT=(-d rrxe0 -F -x)
+# The tests, each as NAME PORT PROG ARGS (a function per mode prefixes wire/loopback).
+tests() {
+	local run=$1 base=$2 g=@GID4@
+	$run rc "$((base + 0))" ibv_rc_pingpong -d rrxe0 -g $g -n 200 -c
+	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d rrxe0 -g $g -s $MiB -n 10 -r 16 -c
+	$run uc "$((base + 2))" ibv_uc_pingpong -d rrxe0 -g $g -n 200 -c
+	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d rrxe0 -g $g -s $MiB -n 10 -r 16 -c
+	# UD messages are limited to the path MTU (1024 for a 1500-byte netdev).
+	$run ud "$((base + 4))" ibv_ud_pingpong -d rrxe0 -g $g -s 1024 -n 200 -c
+	$run ud-small "$((base + 5))" ibv_ud_pingpong -d rrxe0 -g $g -s 64 -n 200 -c
+	$run send-bw "$((base + 6))" ib_send_bw "${PT[@]}" $g -n 100 -s 65536
+	$run write-bw "$((base + 7))" ib_write_bw "${PT[@]}" $g -n 100 -s 65536
+	$run read-bw "$((base + 8))" ib_read_bw "${PT[@]}" $g -n 100 -s 65536
+	$run atomic-bw "$((base + 9))" ib_atomic_bw "${PT[@]}" $g -n 100
+	$run send-lat "$((base + 10))" ib_send_lat "${PT[@]}" $g -n 100 -s 64
+	$run write-lat "$((base + 11))" ib_write_lat "${PT[@]}" $g -n 100 -s 64
+	$run read-lat "$((base + 12))" ib_read_lat "${PT[@]}" $g -n 100 -s 64
+}
+
+if wait_for "${VERBS_SYNC_SECS:-300}" ctl_open; then
+	_tap_result ok "control channel to side B (TCP $CTL_PORT)"
+	tests remote 18600
+	remote rc-v6 18620 ibv_rc_pingpong -d rrxe0 -g @GID6@ -n 200 -c
+	ctl "done"
+	exec 3>&-
+else
+	_tap_result fail "control channel to side B (TCP $CTL_PORT)" "side B never listened"
+fi
+
+tests loop 18700
+
+check "rdma link delete rrxe0" rdma link delete rrxe0
+check "rmmod rrxe" rmmod rrxe
+tap_end
