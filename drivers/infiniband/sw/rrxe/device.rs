@@ -39,6 +39,11 @@ impl Counter {
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// The events counted so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// Packets the device dropped, by reason, and other data-path events.
@@ -148,6 +153,22 @@ impl RrxeDevice {
     /// The netdev the port runs over.
     pub(crate) fn netdev(&self) -> &NetDevice {
         &self.netdev
+    }
+}
+
+impl Drop for RrxeDevice {
+    fn drop(&mut self) {
+        // Until `rdma statistic` reports them, the data-path drops are only visible here.
+        let c = &self.shared.counters;
+        pr_info!(
+            "{}: device gone; rx dropped: no qp {}, queue full {}, malformed {}; tx errors {}, no path {}\n",
+            self.netdev.name(),
+            c.rx_no_qp.get(),
+            c.rx_queue_full.get(),
+            c.rx_malformed.get(),
+            c.tx_errors.get(),
+            c.tx_no_path.get()
+        );
     }
 }
 
