@@ -583,6 +583,7 @@ impl QpContext {
             WcOpcode::RdmaRead => 2,
             WcOpcode::CompSwap => 3,
             WcOpcode::FetchAdd => 4,
+            WcOpcode::AtomicWrite => 9,
             WcOpcode::Local(k) => u32::from(k),
             WcOpcode::Recv => 128,
             WcOpcode::RecvRdmaWithImm => 129,

@@ -38,6 +38,7 @@ mod wr {
     pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
     pub(super) const SEND_WITH_INV: u32 = 9;
+    pub(super) const ATOMIC_WRITE: u32 = 15;
 }
 
 /// `IB_SEND_*` flags.
@@ -254,10 +255,14 @@ impl SendRing {
         let opcode = u32_at(b, 12);
         let allowed = match self.service {
             Service::Rc => true,
+            // Atomic Write exists for RC only (IBA 1.5 memory placement extensions).
             // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends.
             Service::Uc => !matches!(
                 opcode,
-                wr::RDMA_READ | wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD
+                wr::RDMA_READ
+                    | wr::ATOMIC_CMP_AND_SWP
+                    | wr::ATOMIC_FETCH_AND_ADD
+                    | wr::ATOMIC_WRITE
             ),
             Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
         };
@@ -277,10 +282,22 @@ impl SendRing {
                 swap: u64_at(b, 40),
             },
             wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
+            // The rxe provider puts the value in `dma.atomic_wr`, where inline data would go.
+            wr::ATOMIC_WRITE => match b
+                .get(SEND_WQE_HEADER..SEND_WQE_HEADER + 8)
+                .and_then(|v| <[u8; 8]>::try_from(v).ok())
+            {
+                Some(value) => SendOpcode::AtomicWrite { value },
+                None => SendOpcode::Unsupported,
+            },
             _ => SendOpcode::Unsupported,
         };
         match wqe.opcode {
             SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_) | SendOpcode::RdmaRead => {
+                wqe.remote = rdma;
+            }
+            SendOpcode::AtomicWrite { .. } => {
+                wqe.length = 8;
                 wqe.remote = rdma;
             }
             SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => {
