@@ -98,7 +98,7 @@ def main():
                     p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
-                    end = time.monotonic() + 60
+                    end = time.monotonic() + 120
                     while not listening(sport) and p.poll() is None and time.monotonic() < end:
                         time.sleep(0.05)
                     if listening(sport):

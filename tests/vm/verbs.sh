@@ -87,7 +87,7 @@ loop() {
 	local desc="loopback: $prog ${args[*]}"
 	timeout "$SERVER_TMO" "$prog" "${args[@]}" -p "$port" >"$OUT/$name.srv" 2>&1 &
 	local spid=$!
-	if ! wait_for 60 listening "$port"; then
+	if ! wait_for 120 listening "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		_tap_result fail "$desc" "server did not listen"
