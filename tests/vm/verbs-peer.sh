@@ -12,11 +12,14 @@ tap_begin "rrxe verbs data path, server side"
 # Side A may still be running earlier tests (make check: foundation.sh, objects.sh): wait.
 IDLE=${VERBS_IDLE:-1800}
 
-check "modprobe rrxe" modprobe rrxe
+# VERBS_MOD=rdma_rxe runs the same tests on rdma_rxe's rxe0, for comparison.
+MOD=${VERBS_MOD:-rrxe}
+DEV=${MOD#rdma_}0
+check "modprobe $MOD" modprobe "$MOD"
 ip link set eth0 up
-check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
-g4=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" && gid_index rrxe0 "$RRXE_LOCAL_IP4")
-g6=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP6" && gid_index rrxe0 "$RRXE_LOCAL_IP6")
+check "rdma link add $DEV type ${MOD#rdma_} netdev eth0" rdma link add "$DEV" type "${MOD#rdma_}" netdev eth0
+g4=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP4" && gid_index "$DEV" "$RRXE_LOCAL_IP4")
+g6=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP6" && gid_index "$DEV" "$RRXE_LOCAL_IP6")
 check "IPv4 GID index found ($g4)" test -n "$g4"
 check "IPv6 GID index found ($g6)" test -n "$g6"
 
@@ -27,6 +30,6 @@ while read -r name rc secs; do
 	check "server $name exited 0 (${secs}s)" test "$rc" = 0
 done <"$res"
 
-check "rdma link delete rrxe0" rdma link delete rrxe0
-check "rmmod rrxe" rmmod rrxe
+check "rdma link delete $DEV" rdma link delete "$DEV"
+check "rmmod $MOD" rmmod "$MOD"
 tap_end

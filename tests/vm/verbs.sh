@@ -19,11 +19,14 @@ SERVER_TMO=${VERBS_SERVER_TMO:-90}
 OUT=/tmp/verbs-out
 mkdir -p "$OUT"
 
-check "modprobe rrxe" modprobe rrxe
+# VERBS_MOD=rdma_rxe runs the same tests on rdma_rxe's rxe0, for comparison.
+MOD=${VERBS_MOD:-rrxe}
+DEV=${MOD#rdma_}0
+check "modprobe $MOD" modprobe "$MOD"
 ip link set eth0 up
-check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
-g4=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" && gid_index rrxe0 "$RRXE_LOCAL_IP4")
-g6=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP6" && gid_index rrxe0 "$RRXE_LOCAL_IP6")
+check "rdma link add $DEV type ${MOD#rdma_} netdev eth0" rdma link add "$DEV" type "${MOD#rdma_}" netdev eth0
+g4=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP4" && gid_index "$DEV" "$RRXE_LOCAL_IP4")
+g6=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP6" && gid_index "$DEV" "$RRXE_LOCAL_IP6")
 check "IPv4 GID index found ($g4)" test -n "$g4"
 check "IPv6 GID index found ($g6)" test -n "$g6"
 
@@ -110,7 +113,11 @@ loop() {
 }
 
 MiB=1048576
-PT=(-d rrxe0 -F -x)
+PT=(-d "$DEV" -F -x)
+# Iterations: pingpong, 1 MiB pingpong, perftest (at least 5). The debug kernel under TCG
+# runs the data path about ten times slower: fewer there, the same code paths.
+N=200 NBIG=10 NPT=100
+[ "${RRXE_VARIANT:-}" = debug ] && N=20 NBIG=2 NPT=10
 # The tests, each as NAME PORT PROG ARGS (a function per mode prefixes wire/loopback).
 # Over the wire the RC pingpongs sleep on CQ events (-e) rather than busy-poll: under TCG on a
 # loaded host a polling process starves the softirq (ksoftirqd) that receives the peer's
@@ -120,26 +127,26 @@ PT=(-d rrxe0 -F -x)
 tests() {
 	local run=$1 base=$2 g=@GID4@ ev=
 	[ "$run" = remote ] && ev=-e
-	$run rc "$((base + 0))" ibv_rc_pingpong -d rrxe0 -g $g -n 200 -c $ev
-	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d rrxe0 -g $g -s $MiB -n 10 -r 16 -c $ev
-	$run uc "$((base + 2))" ibv_uc_pingpong -d rrxe0 -g $g -n 200 -c
-	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d rrxe0 -g $g -s $MiB -n 10 -r 16 -c
+	$run rc "$((base + 0))" ibv_rc_pingpong -d "$DEV" -g $g -n $N -c $ev
+	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c $ev
+	$run uc "$((base + 2))" ibv_uc_pingpong -d "$DEV" -g $g -n $N -c
+	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c
 	# UD messages are limited to the path MTU (1024 for a 1500-byte netdev).
-	$run ud "$((base + 4))" ibv_ud_pingpong -d rrxe0 -g $g -s 1024 -n 200 -c
-	$run ud-small "$((base + 5))" ibv_ud_pingpong -d rrxe0 -g $g -s 64 -n 200 -c
-	$run send-bw "$((base + 6))" ib_send_bw "${PT[@]}" $g -n 100 -s 65536
-	$run write-bw "$((base + 7))" ib_write_bw "${PT[@]}" $g -n 100 -s 65536
-	$run read-bw "$((base + 8))" ib_read_bw "${PT[@]}" $g -n 100 -s 65536
-	$run atomic-bw "$((base + 9))" ib_atomic_bw "${PT[@]}" $g -n 100
-	$run send-lat "$((base + 10))" ib_send_lat "${PT[@]}" $g -n 100 -s 64
-	$run write-lat "$((base + 11))" ib_write_lat "${PT[@]}" $g -n 100 -s 64
-	$run read-lat "$((base + 12))" ib_read_lat "${PT[@]}" $g -n 100 -s 64
+	$run ud "$((base + 4))" ibv_ud_pingpong -d "$DEV" -g $g -s 1024 -n $N -c
+	$run ud-small "$((base + 5))" ibv_ud_pingpong -d "$DEV" -g $g -s 64 -n $N -c
+	$run send-bw "$((base + 6))" ib_send_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run write-bw "$((base + 7))" ib_write_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run read-bw "$((base + 8))" ib_read_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run atomic-bw "$((base + 9))" ib_atomic_bw "${PT[@]}" $g -n $NPT
+	$run send-lat "$((base + 10))" ib_send_lat "${PT[@]}" $g -n $NPT -s 64
+	$run write-lat "$((base + 11))" ib_write_lat "${PT[@]}" $g -n $NPT -s 64
+	$run read-lat "$((base + 12))" ib_read_lat "${PT[@]}" $g -n $NPT -s 64
 }
 
 if wait_for "${VERBS_SYNC_SECS:-300}" ctl_open; then
 	_tap_result ok "control channel to side B (TCP $CTL_PORT)"
 	tests remote 18600
-	remote rc-v6 18620 ibv_rc_pingpong -d rrxe0 -g @GID6@ -n 200 -c -e
+	remote rc-v6 18620 ibv_rc_pingpong -d "$DEV" -g @GID6@ -n $N -c -e
 	ctl "done"
 	exec 3>&-
 else
@@ -148,6 +155,6 @@ fi
 
 tests loop 18700
 
-check "rdma link delete rrxe0" rdma link delete rrxe0
-check "rmmod rrxe" rmmod rrxe
+check "rdma link delete $DEV" rdma link delete "$DEV"
+check "rmmod $MOD" rmmod "$MOD"
 tap_end
