@@ -89,11 +89,11 @@ step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel" "$results/m
 
 if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 	echo "== VM: foundation (two debug VMs joined by a wire)"
-	# The debug kernel under TCG runs these in 10-15 minutes; leave room for a loaded machine.
-	scripts/vm.sh --variant debug --two --timeout 2400 --out "$results/foundation" \
+	# The debug kernel under TCG runs these in 20-30 minutes; leave room for a loaded machine.
+	scripts/vm.sh --variant debug --two --timeout 3600 --out "$results/foundation" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --allow-splat \
 		--pcap "$results/foundation/wire.pcap" \
-		--cmd tests/vm/side-a.sh --cmd-b tests/vm/peer.sh >"$results/foundation.log" 2>&1
+		--cmd tests/vm/side-a.sh --cmd-b tests/vm/side-b.sh >"$results/foundation.log" 2>&1
 	vm_rc=$?
 	count_tap "$results/foundation/a.out" "vm-a"
 	count_tap "$results/foundation/b.out" "vm-b"

@@ -202,6 +202,22 @@ impl RrxeDevice {
     }
 }
 
+impl Drop for RrxeDevice {
+    fn drop(&mut self) {
+        // Until `rdma statistic` reports them, the data-path drops are only visible here.
+        let c = &self.shared.counters;
+        pr_info!(
+            "{}: device gone; rx dropped: no qp {}, queue full {}, malformed {}; tx errors {}, no path {}\n",
+            self.netdev.name(),
+            c.rx_no_qp.get(),
+            c.rx_queue_full.get(),
+            c.rx_malformed.get(),
+            c.tx_errors.get(),
+            c.tx_no_path.get()
+        );
+    }
+}
+
 impl RxHandler for Rrxe {
     fn receive(netdev: &NetDevice, pkt: RxPacket) {
         let Some(shared) = find_rx_state::<Rrxe>(netdev) else {

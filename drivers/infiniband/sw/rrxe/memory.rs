@@ -204,7 +204,11 @@ impl Memory for QpMemory<'_> {
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
         }
-        let region = self.remote(rkey, va, 8, Access::RemoteAtomic)?;
+        let access = match op {
+            AtomicOp::Write { .. } => Access::RemoteWrite,
+            _ => Access::RemoteAtomic,
+        };
+        let region = self.remote(rkey, va, 8, access)?;
         region.atomic(va, op).map_err(|_| RemoteError::Access)
     }
 

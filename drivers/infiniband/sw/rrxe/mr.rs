@@ -238,6 +238,7 @@ impl MrState {
                 }
             }
             AtomicOp::FetchAdd { add } => old.wrapping_add(add),
+            AtomicOp::Write { value } => value,
         };
         match &self.memory {
             Memory::User(umem) => Ok(umem.atomic(self.offset(va, 8)?, apply)?),

@@ -38,13 +38,15 @@ use kernel::sync::{Arc, Mutex};
 static RX_LOCK: LockClass = LockClass::new();
 static POST_LOCK: LockClass = LockClass::new();
 
-/// Received packets a QP holds at first before its task takes them; the queue grows on
-/// demand (a UC message, which nothing paces, arrives as one burst) up to
-/// [`RX_QUEUE_MAX`], beyond which packets are dropped and counted, as a congested link
-/// would drop them.
-const RX_QUEUE_LEN: usize = 64;
-/// Most received packets a QP holds.
-const RX_QUEUE_MAX: usize = 8192;
+/// Received packets a QP holds before its task takes them: the queue grows by chunks of
+/// `RX_CHUNK` up to `RX_CHUNKS` of them (less one, see [`RxQueue::push`]); beyond that, or
+/// when no memory is left in softirq, packets are dropped and counted, as a congested link
+/// would drop them. The wire delivers a whole message's packets back to back (a 1 MiB UC
+/// message at MTU 1024 is 1024 packets), faster than the task runs under load, and UC and UD
+/// have no retry to recover a drop, so the queue must hold a burst of that size.
+const RX_CHUNK: usize = 32;
+const RX_CHUNKS: usize = 256;
+const RX_SLOTS: usize = RX_CHUNK * RX_CHUNKS;
 
 /// Work a task run does before it yields and queues itself again.
 const BUDGET: usize = 64;
@@ -86,51 +88,59 @@ struct Posters {
     rq: Option<RqPoster>,
 }
 
-/// Packets waiting for the task, in arrival order.
+/// Packets waiting for the task, in arrival order: a ring of `RX_SLOTS` positions whose
+/// chunks are allocated as packets arrive and freed once the task has taken them all.
 struct RxQueue {
-    slots: KVec<Option<RxPacket>>,
+    chunks: KVec<Option<KVec<Option<RxPacket>>>>,
+    /// A chunk kept from the last one freed, so a steady stream does not allocate.
+    spare: Option<KVec<Option<RxPacket>>>,
     head: usize,
     len: usize,
 }
 
 impl RxQueue {
     fn new() -> Result<Self> {
-        let mut slots = KVec::with_capacity(RX_QUEUE_LEN, GFP_KERNEL)?;
-        for _ in 0..RX_QUEUE_LEN {
-            slots.push(None, GFP_KERNEL)?;
+        let mut chunks = KVec::with_capacity(RX_CHUNKS, GFP_KERNEL)?;
+        for _ in 0..RX_CHUNKS {
+            chunks.push(None, GFP_KERNEL)?;
         }
         Ok(Self {
-            slots,
+            chunks,
+            spare: Some(Self::new_chunk(GFP_KERNEL)?),
             head: 0,
             len: 0,
         })
     }
 
-    fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
-        if self.len == self.slots.len() && self.grow().is_err() {
-            return Err(pkt);
+    fn new_chunk(flags: kernel::alloc::Flags) -> Result<KVec<Option<RxPacket>>> {
+        let mut c = KVec::with_capacity(RX_CHUNK, flags)?;
+        for _ in 0..RX_CHUNK {
+            c.push(None, flags)?;
         }
-        let at = (self.head + self.len) % self.slots.len();
-        self.slots[at] = Some(pkt);
-        self.len += 1;
-        Ok(())
+        Ok(c)
     }
 
-    /// Doubles the capacity (called from softirq: atomic allocation).
-    fn grow(&mut self) -> Result {
-        let cap = self.slots.len();
-        if cap >= RX_QUEUE_MAX {
-            return Err(ENOMEM);
+    /// Queues a packet (softirq). At most `RX_SLOTS - RX_CHUNK` packets wait, so the chunk
+    /// `pop` leaves behind never holds a waiting packet and can be freed.
+    fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
+        if self.len >= RX_SLOTS - RX_CHUNK {
+            return Err(pkt);
         }
-        let mut slots = KVec::with_capacity(cap * 2, GFP_ATOMIC)?;
-        for i in 0..cap {
-            slots.push(self.slots[(self.head + i) % cap].take(), GFP_ATOMIC)?;
+        let at = (self.head + self.len) % RX_SLOTS;
+        let slot = &mut self.chunks[at / RX_CHUNK];
+        if slot.is_none() {
+            *slot = match self.spare.take() {
+                Some(c) => Some(c),
+                None => match Self::new_chunk(GFP_ATOMIC) {
+                    Ok(c) => Some(c),
+                    Err(_) => return Err(pkt),
+                },
+            };
         }
-        for _ in cap..cap * 2 {
-            slots.push(None, GFP_ATOMIC)?;
+        if let Some(chunk) = slot {
+            chunk[at % RX_CHUNK] = Some(pkt);
         }
-        self.slots = slots;
-        self.head = 0;
+        self.len += 1;
         Ok(())
     }
 
@@ -138,9 +148,18 @@ impl RxQueue {
         if self.len == 0 {
             return None;
         }
-        let pkt = self.slots[self.head].take();
-        self.head = (self.head + 1) % self.slots.len();
+        let ci = self.head / RX_CHUNK;
+        let pkt = self.chunks[ci]
+            .as_mut()
+            .and_then(|c| c[self.head % RX_CHUNK].take());
+        self.head = (self.head + 1) % RX_SLOTS;
         self.len -= 1;
+        if self.head % RX_CHUNK == 0 {
+            let done = self.chunks[ci].take();
+            if self.spare.is_none() {
+                self.spare = done;
+            }
+        }
         pkt
     }
 }
@@ -668,6 +687,7 @@ impl QpContext {
             WcOpcode::RdmaRead => 2,
             WcOpcode::CompSwap => 3,
             WcOpcode::FetchAdd => 4,
+            WcOpcode::AtomicWrite => 9,
             WcOpcode::Local(k) => u32::from(k),
             WcOpcode::Recv => 128,
             WcOpcode::RecvRdmaWithImm => 129,

@@ -45,6 +45,7 @@ mod wr {
     pub(super) const LOCAL_INV: u32 = 7;
     pub(super) const BIND_MW: u32 = 8;
     pub(super) const SEND_WITH_INV: u32 = 9;
+    pub(super) const ATOMIC_WRITE: u32 = 15;
 }
 
 /// Kinds of local operations, numbered as the completion opcode (`IB_WC_*`) they report.
@@ -303,10 +304,15 @@ impl SendRing {
         let allowed = match self.service {
             Service::Rc => true,
             // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends. Local Invalidate is
-            // taken on RC only, as rdma_rxe does (rxe_wr_opcode_info).
+            // taken on RC only, as rdma_rxe does (rxe_wr_opcode_info); Atomic Write exists
+            // for RC only (IBA 1.5 memory placement extensions).
             Service::Uc => !matches!(
                 opcode,
-                wr::RDMA_READ | wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD | wr::LOCAL_INV
+                wr::RDMA_READ
+                    | wr::ATOMIC_CMP_AND_SWP
+                    | wr::ATOMIC_FETCH_AND_ADD
+                    | wr::ATOMIC_WRITE
+                    | wr::LOCAL_INV
             ),
             Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
         };
@@ -328,10 +334,22 @@ impl SendRing {
             wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
             wr::LOCAL_INV => SendOpcode::Local(local::LOCAL_INV),
             wr::BIND_MW => SendOpcode::Local(local::BIND_MW),
+            // The rxe provider puts the value in `dma.atomic_wr`, where inline data would go.
+            wr::ATOMIC_WRITE => match b
+                .get(SEND_WQE_HEADER..SEND_WQE_HEADER + 8)
+                .and_then(|v| <[u8; 8]>::try_from(v).ok())
+            {
+                Some(value) => SendOpcode::AtomicWrite { value },
+                None => SendOpcode::Unsupported,
+            },
             _ => SendOpcode::Unsupported,
         };
         match wqe.opcode {
             SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_) | SendOpcode::RdmaRead => {
+                wqe.remote = rdma;
+            }
+            SendOpcode::AtomicWrite { .. } => {
+                wqe.length = 8;
                 wqe.remote = rdma;
             }
             SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => {

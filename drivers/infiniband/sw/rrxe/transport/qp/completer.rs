@@ -298,6 +298,7 @@ fn send_completion(slot: &SendSlot, status: WcStatus) -> Completion {
         SendOpcode::RdmaRead => (WcOpcode::RdmaRead, None),
         SendOpcode::AtomicCmpSwap { .. } => (WcOpcode::CompSwap, None),
         SendOpcode::AtomicFetchAdd { .. } => (WcOpcode::FetchAdd, None),
+        SendOpcode::AtomicWrite { .. } => (WcOpcode::AtomicWrite, None),
         SendOpcode::Local(kind) => (WcOpcode::Local(kind), None),
     };
     Completion {

@@ -69,6 +69,8 @@ pub enum WcOpcode {
     CompSwap,
     /// Atomic Fetch & Add.
     FetchAdd,
+    /// Atomic Write.
+    AtomicWrite,
     /// A local operation; the glue's kind byte.
     Local(u8),
     /// A received Send.

@@ -90,6 +90,13 @@ pub enum AtomicOp {
         /// Addend.
         add: u64,
     },
+    /// Atomic Write: store `value` (native byte order) in one write. Needs
+    /// remote write access, not remote atomic (IBA 1.5 memory placement
+    /// extensions); the original value is not returned to the requester.
+    Write {
+        /// The value stored.
+        value: u64,
+    },
 }
 
 /// Memory services the kernel provides to the engine.

@@ -81,7 +81,9 @@ impl SendSlot {
 pub(super) const fn npkts_for(wqe: &SendWqe, mtu: u32) -> u32 {
     match wqe.opcode {
         SendOpcode::Local(_) | SendOpcode::Unsupported => 0,
-        SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => 1,
+        SendOpcode::AtomicCmpSwap { .. }
+        | SendOpcode::AtomicFetchAdd { .. }
+        | SendOpcode::AtomicWrite { .. } => 1,
         _ => {
             if wqe.length == 0 {
                 1
@@ -552,6 +554,15 @@ impl Requester {
                 });
                 codes::RC_FETCH_ADD
             }
+            SendOpcode::AtomicWrite { .. } => {
+                payload_len = 8;
+                ext.reth = Some(Reth {
+                    va: wqe.remote.va,
+                    rkey: wqe.remote.rkey,
+                    dma_len: 8,
+                });
+                codes::RC_ATOMIC_WRITE
+            }
             SendOpcode::Local(_) | SendOpcode::Unsupported => return Err(Fault::Internal),
         };
         let mut dest_qp = attrs.dest_qpn;
@@ -591,7 +602,16 @@ impl Requester {
             ..Bth::default()
         };
         let len = write_with(buf, &bth, &ext, payload_len as usize, |dst| {
-            io.mem.gather(slot.index, offset, dst)
+            match wqe.opcode {
+                // The value travels in the WQE itself, not in a gather list.
+                SendOpcode::AtomicWrite { value } => {
+                    for (d, s) in dst.iter_mut().zip(value) {
+                        *d = s;
+                    }
+                    Ok(())
+                }
+                _ => io.mem.gather(slot.index, offset, dst),
+            }
         });
         let len = match len {
             Ok(len) => len,

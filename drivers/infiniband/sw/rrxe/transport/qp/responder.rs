@@ -419,7 +419,11 @@ impl Responder {
         // Remote access must be enabled on the QP (IBA 10.2.4 / 11.2.4.2).
         let allowed = match op {
             Operation::Send => true,
-            Operation::RdmaWrite => attrs.access.contains(AccessFlags::REMOTE_WRITE),
+            // An Atomic Write places data like an RDMA Write (IBA 1.5 memory
+            // placement extensions) and needs the same right.
+            Operation::RdmaWrite | Operation::AtomicWrite => {
+                attrs.access.contains(AccessFlags::REMOTE_WRITE)
+            }
             Operation::RdmaReadRequest => attrs.access.contains(AccessFlags::REMOTE_READ),
             Operation::CompareSwap | Operation::FetchAdd => {
                 attrs.access.contains(AccessFlags::REMOTE_ATOMIC)
@@ -578,6 +582,28 @@ impl Responder {
                 self.epsn = self.epsn.next();
                 self.msn = self.msn.next();
                 return Step::Done;
+            }
+            Operation::AtomicWrite => {
+                // IBA 1.5 memory placement extensions: exactly 8 bytes to an
+                // 8-byte aligned address, stored as one single-copy-atomic
+                // write and acknowledged like an RDMA Write. A duplicate is
+                // only re-acknowledged (see `duplicate`): storing again could
+                // undo a later write.
+                let (Some(reth), Ok(value)) = (pkt.ext.reth, <[u8; 8]>::try_from(pkt.payload))
+                else {
+                    return Step::Fail(NakCode::InvalidRequest, None);
+                };
+                let done = if reth.dma_len != 8 || reth.va % 8 != 0 {
+                    Err(RemoteError::InvalidRequest)
+                } else {
+                    let value = u64::from_ne_bytes(value);
+                    io.mem
+                        .check_remote(reth.rkey, reth.va, 8, RemoteAccess::Write)
+                        .and_then(|()| io.mem.atomic(reth.rkey, reth.va, AtomicOp::Write { value }))
+                };
+                if let Err(err) = done {
+                    return Step::Fail(err.nak_code(), None);
+                }
             }
             _ => return Step::Fail(NakCode::InvalidRequest, None),
         }

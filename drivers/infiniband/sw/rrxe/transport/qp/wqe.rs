@@ -61,6 +61,13 @@ pub enum SendOpcode {
         /// Value added.
         add: u64,
     },
+    /// Atomic Write (IBA 1.5 memory placement extensions): the 8 bytes, in
+    /// the requester's memory order, stored at the remote address as one
+    /// single-copy-atomic write.
+    AtomicWrite {
+        /// The bytes to store.
+        value: [u8; 8],
+    },
     /// A local operation (local invalidate, fast register, bind) executed
     /// by the kernel through [`super::memory::Memory::local_operation`] when
     /// the WQE reaches the head of the send queue; the byte is the glue's
@@ -74,11 +81,16 @@ pub enum SendOpcode {
 impl SendOpcode {
     /// Whether the operation is an RDMA Read or an atomic: the requests
     /// bounded by max_rd_atomic and held back by a fence (IBA 10.8.3.3).
+    /// An Atomic Write counts too: like rdma_rxe's responder, a responder
+    /// may spend one of its resources on it.
     #[must_use]
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(
             self,
-            Self::RdmaRead | Self::AtomicCmpSwap { .. } | Self::AtomicFetchAdd { .. }
+            Self::RdmaRead
+                | Self::AtomicCmpSwap { .. }
+                | Self::AtomicFetchAdd { .. }
+                | Self::AtomicWrite { .. }
         )
     }
 

@@ -212,7 +212,11 @@ impl Memory for FakeMem {
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
         }
-        let target = self.region(rkey, va, 8, AccessFlags::REMOTE_ATOMIC)?;
+        let access = match op {
+            AtomicOp::Write { .. } => AccessFlags::REMOTE_WRITE,
+            _ => AccessFlags::REMOTE_ATOMIC,
+        };
+        let target = self.region(rkey, va, 8, access)?;
         let orig = u64::from_le_bytes(target.try_into().unwrap());
         let new = match op {
             AtomicOp::CompareSwap { compare, swap } => {
@@ -223,6 +227,7 @@ impl Memory for FakeMem {
                 }
             }
             AtomicOp::FetchAdd { add } => orig.wrapping_add(add),
+            AtomicOp::Write { value } => value,
         };
         target.copy_from_slice(&new.to_le_bytes());
         self.atomic_calls += 1;

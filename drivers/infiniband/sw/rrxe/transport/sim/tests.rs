@@ -29,6 +29,7 @@ enum Op {
     Read(u32),
     FetchAdd(u64),
     CmpSwap { hit: bool, swap: u64 },
+    AtomicWrite(u64),
 }
 
 const COUNTER_RKEY: u32 = 0xC0;
@@ -54,13 +55,14 @@ fn random_len(rng: &mut XorShift) -> u32 {
 
 fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
     (0..n)
-        .map(|_| match rng.below(7) {
+        .map(|_| match rng.below(8) {
             0 => Op::Send(random_len(rng)),
             1 => Op::SendImm(random_len(rng)),
             2 => Op::Write(random_len(rng)),
             3 => Op::WriteImm(random_len(rng)),
             4 => Op::Read(random_len(rng)),
             5 => Op::FetchAdd(rng.below(1 << 40)),
+            6 => Op::AtomicWrite(rng.next_u64()),
             _ => Op::CmpSwap {
                 hit: rng.chance(0.5),
                 swap: rng.next_u64(),
@@ -148,6 +150,14 @@ fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) 
                     counter = swap;
                 }
                 (SendOpcode::AtomicCmpSwap { compare, swap }, 8, vec![0; 8])
+            }
+            Op::AtomicWrite(v) => {
+                // 8-byte aligned, as the operation requires.
+                let va = va_of(i) + 4;
+                wqe.remote.va = va;
+                pair.nodes[B].add_region(rkey_of(i), va, vec![0; 8]);
+                let value = v.to_ne_bytes();
+                (SendOpcode::AtomicWrite { value }, 8, value.to_vec())
             }
         };
         if !matches!(op, Op::Read(_)) {
@@ -257,6 +267,12 @@ fn check(o: &Outcome, allow_retry_exc: bool) -> Result<(), String> {
             Op::Read(_) => {
                 if *local != o.sources[i] {
                     return Err(format!("read WR {i}: local buffer differs"));
+                }
+            }
+            Op::AtomicWrite(_) => {
+                atomics += 1;
+                if b.mem.regions[&rkey_of(i)].data != o.sources[i] {
+                    return Err(format!("atomic write WR {i}: target differs"));
                 }
             }
             Op::FetchAdd(_) | Op::CmpSwap { .. } => {
@@ -398,6 +414,7 @@ fn rc_read_atomic_perfect_channel() {
             swap: 1,
         },
         Op::FetchAdd(1),
+        Op::AtomicWrite(0x0123_4567_89ab_cdef),
         Op::Read(65_536),
     ];
     let o = run_ops(Setup::rc(), 2, Link::PERFECT, ops, false);
@@ -549,6 +566,46 @@ fn responder_answers_duplicate_atomic_from_saved_result() {
     );
     assert_eq!(p.nodes[B].mem.atomic_calls, 1);
     assert_eq!(p.nodes[B].mem.regions[&7].data, 42u64.to_le_bytes());
+}
+
+#[test]
+fn responder_atomic_write_stores_once_and_acks_duplicates() {
+    let mut p = responder_b();
+    p.nodes[B].add_region(7, 0x1000, vec![0; 16]);
+    let ext = |va| ExtHeaders {
+        reth: Some(Reth {
+            va,
+            rkey: 7,
+            dma_len: 8,
+        }),
+        ..ExtHeaders::default()
+    };
+    let value = *b"8 bytes!";
+    let pkt = request(codes::RC_ATOMIC_WRITE, 100, ext(0x1008), &value);
+    inject(&mut p.nodes[B], 0, &pkt);
+    let first = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!((first[0].0, first[0].1), (codes::RC_ACKNOWLEDGE, 100));
+    assert_eq!(&p.nodes[B].mem.regions[&7].data[8..], &value);
+    // A later write to the same place must survive a duplicate of the
+    // Atomic Write: the duplicate is acknowledged, not executed again.
+    p.nodes[B].mem.regions.get_mut(&7).unwrap().data[8..].fill(0xEE);
+    inject(&mut p.nodes[B], 0, &pkt);
+    let again = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!((again[0].0, again[0].1), (codes::RC_ACKNOWLEDGE, 100));
+    assert_eq!(p.nodes[B].mem.atomic_calls, 1);
+    assert_eq!(&p.nodes[B].mem.regions[&7].data[8..], &[0xEE; 8]);
+
+    // A misaligned target is an invalid request.
+    let mut p = responder_b();
+    p.nodes[B].add_region(7, 0x1000, vec![0; 16]);
+    inject(
+        &mut p.nodes[B],
+        0,
+        &request(codes::RC_ATOMIC_WRITE, 100, ext(0x1004), &value),
+    );
+    let out = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(out[0].2, Some(Syndrome::Nak(NakCode::InvalidRequest)));
+    assert_eq!(p.nodes[B].mem.regions[&7].data, vec![0; 16]);
 }
 
 #[test]

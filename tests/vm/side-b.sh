@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Everything VM B runs in the `make check` boot, one TAP stream per script: the foundation
+# peer, then the servers of the verbs tests (verbs-peer.sh waits on its control channel
+# until side A's verbs.sh connects, after A's own earlier scripts).
+here=$(dirname "$0")
+rc=0
+for t in peer.sh verbs-peer.sh; do
+	echo "# === $t"
+	"$here/$t" || rc=1
+done
+exit $rc

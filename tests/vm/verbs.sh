@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Data-path acceptance tests, side A (the clients). Side B (tests/vm/verbs-peer.sh) runs the
+# servers; a TCP control channel to it (port 4793, tests/lib/verbs_ctl.py) starts each server
+# and reports once it listens, so every client connects exactly once. Then the same programs
+# in loopback, server and client on this VM's one device (destination GID = source GID).
+# Programs: rdma-core's ibv_{rc,uc,ud}_pingpong (-c checks the received data) and perftest.
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+. "$here/../lib/gid.sh"
+
+tap_begin "rrxe verbs data path"
+CTL_PORT=4793
+# Per-program limits: TCG is slow, but every run here takes seconds when things work.
+CLIENT_TMO=${VERBS_CLIENT_TMO:-60}
+SERVER_TMO=${VERBS_SERVER_TMO:-90}
+[ "${RRXE_VARIANT:-}" = debug ] && CLIENT_TMO=300 && SERVER_TMO=360
+OUT=/tmp/verbs-out
+mkdir -p "$OUT"
+
+# VERBS_MOD=rdma_rxe runs the same tests on rdma_rxe's rxe0, for comparison.
+MOD=${VERBS_MOD:-rrxe}
+DEV=${MOD#rdma_}0
+check "modprobe $MOD" modprobe "$MOD"
+ip link set eth0 up
+check "rdma link add $DEV type ${MOD#rdma_} netdev eth0" rdma link add "$DEV" type "${MOD#rdma_}" netdev eth0
+g4=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP4" && gid_index "$DEV" "$RRXE_LOCAL_IP4")
+g6=$(wait_for 10 gid_index "$DEV" "$RRXE_LOCAL_IP6" && gid_index "$DEV" "$RRXE_LOCAL_IP6")
+check "IPv4 GID index found ($g4)" test -n "$g4"
+check "IPv6 GID index found ($g6)" test -n "$g6"
+
+# Lines worth keeping from a program's output: pingpong rates, perftest result rows.
+summary() {
+	grep -E 'bytes in|iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|#bytes' "$1" | sed 's/^/#   /'
+}
+show_log() {
+	sed 's/^/#   /' "$1" | tail -25
+}
+
+ctl_open() { exec 3<>"/dev/tcp/$RRXE_PEER_IP4/$CTL_PORT"; }
+ctl() { # request... -> $CTL_REPLY
+	CTL_REPLY=
+	echo "$*" >&3 && read -r -t "$SERVER_TMO" CTL_REPLY <&3
+}
+
+# remote NAME PORT PROG ARGS...: PROG's server on B (ARGS, @GID4@/@GID6@ as B's GID indices
+# there), its client here with ARGS (our GID indices) against B.
+remote() {
+	local name=$1 port=$2 prog=$3
+	shift 3
+	local sargs=() cargs=() a
+	for a in "$@"; do
+		sargs+=("$a")
+		a=${a//@GID4@/$g4}
+		cargs+=("${a//@GID6@/$g6}")
+	done
+	local desc="wire: $prog ${cargs[*]}"
+	if ! ctl start "$name" "$port" "$SERVER_TMO" "$prog" "${sargs[@]}" -p "$port" ||
+		[ "$CTL_REPLY" != ready ]; then
+		_tap_result fail "$desc" "server on B did not start: ${CTL_REPLY:-no reply}"
+		return
+	fi
+	timeout "$CLIENT_TMO" "$prog" "${cargs[@]}" -p "$port" "$RRXE_PEER_IP4" >"$OUT/$name" 2>&1
+	local crc=$?
+	ctl wait "$name"
+	local src=${CTL_REPLY#rc }
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		_tap_result ok "$desc"
+		summary "$OUT/$name"
+	else
+		_tap_result fail "$desc" "client exit $crc, server ${CTL_REPLY:-no reply}"
+		show_log "$OUT/$name"
+	fi
+}
+
+listening() { # port
+	grep -qE "^ *[0-9]+: [0-9A-F:]+:$(printf %04X "$1") [0-9A-F:]+ 0A" /proc/net/tcp /proc/net/tcp6
+}
+
+# loop NAME PORT PROG ARGS...: server and client here, on rrxe0, the same GID.
+loop() {
+	local name=$1 port=$2 prog=$3
+	shift 3
+	local args=() a
+	for a in "$@"; do
+		a=${a//@GID4@/$g4}
+		args+=("${a//@GID6@/$g6}")
+	done
+	local desc="loopback: $prog ${args[*]}"
+	timeout "$SERVER_TMO" "$prog" "${args[@]}" -p "$port" >"$OUT/$name.srv" 2>&1 &
+	local spid=$!
+	if ! wait_for 120 listening "$port"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		_tap_result fail "$desc" "server did not listen"
+		show_log "$OUT/$name.srv"
+		return
+	fi
+	timeout "$CLIENT_TMO" "$prog" "${args[@]}" -p "$port" 127.0.0.1 >"$OUT/$name" 2>&1
+	local crc=$?
+	wait "$spid"
+	local src=$?
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		_tap_result ok "$desc"
+		summary "$OUT/$name"
+	else
+		_tap_result fail "$desc" "client exit $crc, server exit $src"
+		show_log "$OUT/$name"
+		echo "#   server:"
+		show_log "$OUT/$name.srv"
+	fi
+}
+
+MiB=1048576
+PT=(-d "$DEV" -F -x)
+# Iterations: pingpong, 1 MiB pingpong, perftest (at least 5). The debug kernel under TCG
+# runs the data path about ten times slower: fewer there, the same code paths.
+N=200 NBIG=10 NPT=100
+[ "${RRXE_VARIANT:-}" = debug ] && N=20 NBIG=2 NPT=10
+# The tests, each as NAME PORT PROG ARGS (a function per mode prefixes wire/loopback).
+# Over the wire the RC pingpongs sleep on CQ events (-e) rather than busy-poll: under TCG on a
+# loaded host a polling process starves the softirq (ksoftirqd) that receives the peer's
+# packets for longer than the retry budget ibv_rc_pingpong fixes (timeout 14 = 67 ms, 7
+# retries), and RC fails with "transport retry counter exceeded" for no fault of the wire.
+# The loopback runs, which need no receive softirq, busy-poll.
+tests() {
+	local run=$1 base=$2 g=@GID4@ ev=
+	[ "$run" = remote ] && ev=-e
+	$run rc "$((base + 0))" ibv_rc_pingpong -d "$DEV" -g $g -n $N -c $ev
+	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c $ev
+	$run uc "$((base + 2))" ibv_uc_pingpong -d "$DEV" -g $g -n $N -c
+	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c
+	# UD messages are limited to the path MTU (1024 for a 1500-byte netdev).
+	$run ud "$((base + 4))" ibv_ud_pingpong -d "$DEV" -g $g -s 1024 -n $N -c
+	$run ud-small "$((base + 5))" ibv_ud_pingpong -d "$DEV" -g $g -s 64 -n $N -c
+	$run send-bw "$((base + 6))" ib_send_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run write-bw "$((base + 7))" ib_write_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run read-bw "$((base + 8))" ib_read_bw "${PT[@]}" $g -n $NPT -s 65536
+	$run atomic-bw "$((base + 9))" ib_atomic_bw "${PT[@]}" $g -n $NPT
+	$run send-lat "$((base + 10))" ib_send_lat "${PT[@]}" $g -n $NPT -s 64
+	$run write-lat "$((base + 11))" ib_write_lat "${PT[@]}" $g -n $NPT -s 64
+	$run read-lat "$((base + 12))" ib_read_lat "${PT[@]}" $g -n $NPT -s 64
+}
+
+if wait_for "${VERBS_SYNC_SECS:-300}" ctl_open; then
+	_tap_result ok "control channel to side B (TCP $CTL_PORT)"
+	tests remote 18600
+	remote rc-v6 18620 ibv_rc_pingpong -d "$DEV" -g @GID6@ -n $N -c -e
+	ctl "done"
+	exec 3>&-
+else
+	_tap_result fail "control channel to side B (TCP $CTL_PORT)" "side B never listened"
+fi
+
+tests loop 18700
+
+check "rdma link delete $DEV" rdma link delete "$DEV"
+check "rmmod $MOD" rmmod "$MOD"
+tap_end
