@@ -153,6 +153,9 @@ setup_net() {
 	# solicitations: less noise on the wire.
 	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
 	echo 0 >/proc/sys/net/ipv6/conf/eth0/router_solicitations
+	# Keep the IPv6 address across `ip link set eth0 down/up` (the port-state tests flap
+	# the link; by default Linux drops IPv6 addresses on link down).
+	echo 1 >/proc/sys/net/ipv6/conf/eth0/keep_addr_on_down
 	"$BB" ip addr add "$RRXE_LOCAL_IP4/24" dev eth0 &&
 		"$BB" ip addr add "$RRXE_LOCAL_IP6/64" dev eth0 &&
 		"$BB" ip link set eth0 up || return 1

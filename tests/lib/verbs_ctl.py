@@ -25,6 +25,7 @@ ALLOWED = {
     "ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong",
     "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw",
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat",
+    "rping",
 }
 LOGDIR = "/tmp/verbs-srv"
 
@@ -42,6 +43,16 @@ def listening(port):
         except OSError:
             pass
     return False
+
+
+def cm_listening(port):
+    """Whether an rdma_cm ID listens on PORT (rping has no TCP socket)."""
+    try:
+        res = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any("LISTEN" in l and (":%d " % port) in l + " " for l in res.splitlines())
 
 
 def main():
@@ -98,10 +109,11 @@ def main():
                     p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
+                    ready = cm_listening if argv[0] == "rping" else listening
                     end = time.monotonic() + 120
-                    while not listening(sport) and p.poll() is None and time.monotonic() < end:
+                    while not ready(sport) and p.poll() is None and time.monotonic() < end:
                         time.sleep(0.05)
-                    if listening(sport):
+                    if ready(sport):
                         wf.write("ready\n")
                     else:
                         wf.write("fail not listening (exit %s)\n" % p.poll())

@@ -112,6 +112,55 @@ loop() {
 	fi
 }
 
+cm_listening() { # port: an rdma_cm ID listens there (rping has no TCP socket)
+	rdma resource show cm_id | grep LISTEN | grep -q ":$1 "
+}
+
+# rping (librdmacm: connection setup by CM MADs over the GSI QP, then RDMA Read/Write and
+# Send, -V verifying every buffer) against B, and in loopback to this VM's own address.
+rping_remote() { # NAME PORT
+	local name=$1 port=$2 desc="wire: rping -C $RPING_N -V to $RRXE_PEER_IP4"
+	if ! ctl start "$name" "$port" "$SERVER_TMO" rping -s -a 0.0.0.0 -C "$RPING_N" -V -p "$port" ||
+		[ "$CTL_REPLY" != ready ]; then
+		_tap_result fail "$desc" "server on B did not start: ${CTL_REPLY:-no reply}"
+		return
+	fi
+	timeout "$CLIENT_TMO" rping -c -a "$RRXE_PEER_IP4" -C "$RPING_N" -V -p "$port" >"$OUT/$name" 2>&1
+	local crc=$?
+	ctl wait "$name"
+	if [ "$crc" = 0 ] && [ "${CTL_REPLY#rc }" = 0 ]; then
+		_tap_result ok "$desc"
+	else
+		_tap_result fail "$desc" "client exit $crc, server ${CTL_REPLY:-no reply}"
+		show_log "$OUT/$name"
+	fi
+}
+rping_loop() { # NAME PORT
+	local name=$1 port=$2 desc="loopback: rping -C $RPING_N -V to $RRXE_LOCAL_IP4"
+	timeout "$SERVER_TMO" rping -s -a "$RRXE_LOCAL_IP4" -C "$RPING_N" -V -p "$port" \
+		>"$OUT/$name.srv" 2>&1 &
+	local spid=$!
+	if ! wait_for 120 cm_listening "$port"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		_tap_result fail "$desc" "server did not listen"
+		show_log "$OUT/$name.srv"
+		return
+	fi
+	timeout "$CLIENT_TMO" rping -c -a "$RRXE_LOCAL_IP4" -C "$RPING_N" -V -p "$port" >"$OUT/$name" 2>&1
+	local crc=$?
+	wait "$spid"
+	local src=$?
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		_tap_result ok "$desc"
+	else
+		_tap_result fail "$desc" "client exit $crc, server exit $src"
+		show_log "$OUT/$name"
+		show_log "$OUT/$name.srv"
+	fi
+}
+RPING_N=100
+
 MiB=1048576
 PT=(-d "$DEV" -F -x)
 # Iterations: pingpong, 1 MiB pingpong, perftest (at least 5). The debug kernel under TCG
@@ -147,6 +196,7 @@ if wait_for "${VERBS_SYNC_SECS:-300}" ctl_open; then
 	_tap_result ok "control channel to side B (TCP $CTL_PORT)"
 	tests remote 18600
 	remote rc-v6 18620 ibv_rc_pingpong -d "$DEV" -g @GID6@ -n $N -c -e
+	rping_remote rping 18630
 	ctl "done"
 	exec 3>&-
 else
@@ -154,6 +204,7 @@ else
 fi
 
 tests loop 18700
+rping_loop rping-loop 18730
 
 check "rdma link delete $DEV" rdma link delete "$DEV"
 check "rmmod $MOD" rmmod "$MOD"
