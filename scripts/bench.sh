@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench`: perftest on rrxe and on rdma_rxe in the same two-VM boot (release kernel),
+# with the rrxe/rdma_rxe ratio of each figure. See Documentation/rrxe/benchmarks.rst.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+export HOME="${HOME:-/root}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+scripts/deps.sh
+scripts/kernel.sh build release >/dev/null
+make --no-print-directory -s module VARIANT=release
+out=${RRXE_BENCH_OUT:-$(mktemp -d /tmp/rrxe-bench.XXXXXX)}
+scripts/vm.sh --variant release --two --timeout 1800 --out "$out" \
+	--module drivers/infiniband/sw/rrxe/rrxe.ko \
+	--cmd tests/vm/bench.sh --cmd-b tests/vm/bench-peer.sh | sed -n 's/^\[a\] //p'
