@@ -24,7 +24,7 @@ check "IPv4 GID index found ($g4)" test -n "$g4"
 check "IPv6 GID index found ($g6)" test -n "$g6"
 
 res=/tmp/verbs-servers.txt
-python3 "$here/../lib/verbs_ctl.py" 4793 "$IDLE" "$res" "GID4=$g4" "GID6=$g6"
+python3 "$here/../lib/verbs_ctl.py" 4793 "$IDLE" "$res" "GID4=$g4" "GID6=$g6" "DEV=$DEV"
 check "side A drove the tests to the end" test -s "$res"
 while read -r name rc secs; do
 	check "server $name exited 0 (${secs}s)" test "$rc" = 0

@@ -44,8 +44,8 @@ ctl() { # request... -> $CTL_REPLY
 	echo "$*" >&3 && read -r -t "$SERVER_TMO" CTL_REPLY <&3
 }
 
-# remote NAME PORT PROG ARGS...: PROG's server on B (ARGS, @GID4@/@GID6@ as B's GID indices
-# there), its client here with ARGS (our GID indices) against B.
+# remote NAME PORT PROG ARGS...: PROG's server on B (ARGS, @GID4@/@GID6@/@DEV@ as B's GID
+# indices and device there: the two sides may run different drivers), its client here with ARGS (our GID indices) against B.
 remote() {
 	local name=$1 port=$2 prog=$3
 	shift 3
@@ -53,6 +53,7 @@ remote() {
 	for a in "$@"; do
 		sargs+=("$a")
 		a=${a//@GID4@/$g4}
+		a=${a//@DEV@/$DEV}
 		cargs+=("${a//@GID6@/$g6}")
 	done
 	local desc="wire: $prog ${cargs[*]}"
@@ -85,6 +86,7 @@ loop() {
 	local args=() a
 	for a in "$@"; do
 		a=${a//@GID4@/$g4}
+		a=${a//@DEV@/$DEV}
 		args+=("${a//@GID6@/$g6}")
 	done
 	local desc="loopback: $prog ${args[*]}"
@@ -162,7 +164,7 @@ rping_loop() { # NAME PORT
 RPING_N=100
 
 MiB=1048576
-PT=(-d "$DEV" -F -x)
+PT=(-d @DEV@ -F -x)
 # Iterations: pingpong, 1 MiB pingpong, perftest (at least 5). The debug kernel under TCG
 # runs the data path about ten times slower: fewer there, the same code paths.
 N=200 NBIG=10 NPT=100
@@ -176,13 +178,13 @@ N=200 NBIG=10 NPT=100
 tests() {
 	local run=$1 base=$2 g=@GID4@ ev=
 	[ "$run" = remote ] && ev=-e
-	$run rc "$((base + 0))" ibv_rc_pingpong -d "$DEV" -g $g -n $N -c $ev
-	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c $ev
-	$run uc "$((base + 2))" ibv_uc_pingpong -d "$DEV" -g $g -n $N -c
-	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d "$DEV" -g $g -s $MiB -n $NBIG -r 16 -c
+	$run rc "$((base + 0))" ibv_rc_pingpong -d @DEV@ -g $g -n $N -c $ev
+	$run rc-1m "$((base + 1))" ibv_rc_pingpong -d @DEV@ -g $g -s $MiB -n $NBIG -r 16 -c $ev
+	$run uc "$((base + 2))" ibv_uc_pingpong -d @DEV@ -g $g -n $N -c
+	$run uc-1m "$((base + 3))" ibv_uc_pingpong -d @DEV@ -g $g -s $MiB -n $NBIG -r 16 -c
 	# UD messages are limited to the path MTU (1024 for a 1500-byte netdev).
-	$run ud "$((base + 4))" ibv_ud_pingpong -d "$DEV" -g $g -s 1024 -n $N -c
-	$run ud-small "$((base + 5))" ibv_ud_pingpong -d "$DEV" -g $g -s 64 -n $N -c
+	$run ud "$((base + 4))" ibv_ud_pingpong -d @DEV@ -g $g -s 1024 -n $N -c
+	$run ud-small "$((base + 5))" ibv_ud_pingpong -d @DEV@ -g $g -s 64 -n $N -c
 	$run send-bw "$((base + 6))" ib_send_bw "${PT[@]}" $g -n $NPT -s 65536
 	$run write-bw "$((base + 7))" ib_write_bw "${PT[@]}" $g -n $NPT -s 65536
 	$run read-bw "$((base + 8))" ib_read_bw "${PT[@]}" $g -n $NPT -s 65536
@@ -195,7 +197,7 @@ tests() {
 if wait_for "${VERBS_SYNC_SECS:-300}" ctl_open; then
 	_tap_result ok "control channel to side B (TCP $CTL_PORT)"
 	tests remote 18600
-	remote rc-v6 18620 ibv_rc_pingpong -d "$DEV" -g @GID6@ -n $N -c -e
+	remote rc-v6 18620 ibv_rc_pingpong -d @DEV@ -g @GID6@ -n $N -c -e
 	rping_remote rping 18630
 	ctl "done"
 	exec 3>&-
