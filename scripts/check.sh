@@ -131,6 +131,7 @@ if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 			make --no-print-directory module VARIANT=release; then
 		vm_boot release release "interoperability with rdma_rxe, rdma-core's test suite" \
 			tests/vm/release-a.sh tests/vm/interop-b.sh
+		grep -h '^# suite on' "$results/release/a.out" 2>/dev/null | sed 's/^# /rdma-core /'
 	fi
 else
 	record fail "VM tests: rrxe.ko was not built"
