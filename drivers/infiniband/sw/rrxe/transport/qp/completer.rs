@@ -45,9 +45,10 @@ impl Requester {
         }
         self.retry_guard = None;
         self.reload_counters(attrs);
+        self.backoff = 0;
         self.ack_deadline = None;
         if self.una.is_before(self.sent_high) {
-            self.ack_deadline = attrs.timeout.timeout_ns().map(|t| now.saturating_add(t));
+            self.ack_deadline = self.ack_wait_ns(attrs).map(|t| now.saturating_add(t));
         }
     }
 

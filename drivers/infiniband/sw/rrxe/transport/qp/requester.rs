@@ -32,6 +32,10 @@ use super::{Fault, Io, QpAttrs, QpState, QpType, Transmit};
 /// table holds new WQEs back.
 pub const MAX_INFLIGHT_WQES: usize = 64;
 
+/// Largest doubling of the local ACK timeout on consecutive timeouts (IBA 9.7.6.1.3: the
+/// timer may run up to four times the timeout).
+pub const MAX_TIMEOUT_SHIFT: u8 = 2;
+
 /// RC packets that may be outstanding (sent, unacknowledged) before the
 /// requester waits. The IBA only bounds this by the 2^23 PSN half window;
 /// a small window keeps a go-back-N retransmission cheap for a software
@@ -111,6 +115,9 @@ pub(super) struct Requester {
     pub(super) retry_left: u8,
     pub(super) rnr_left: u8,
     pub(super) ack_deadline: Option<u64>,
+    /// Consecutive local ACK timeouts without progress: each one doubles the next wait, up
+    /// to [`MAX_TIMEOUT_SHIFT`].
+    pub(super) backoff: u8,
     pub(super) rnr_deadline: Option<u64>,
     /// Latest MSN and credits from the responder; `None` credits means the
     /// responder gives no credit information (unlimited).
@@ -170,6 +177,7 @@ impl Requester {
             retry_left: 0,
             rnr_left: 0,
             ack_deadline: None,
+            backoff: 0,
             rnr_deadline: None,
             msn: Msn::ZERO,
             // No credits until the responder reports some (IBA 9.7.7.2.4).
@@ -204,6 +212,7 @@ impl Requester {
             retry_left,
             rnr_left,
             ack_deadline,
+            backoff,
             rnr_deadline,
             msn,
             credits,
@@ -223,6 +232,7 @@ impl Requester {
         *retry_left = FRESH.retry_left;
         *rnr_left = FRESH.rnr_left;
         *ack_deadline = FRESH.ack_deadline;
+        *backoff = FRESH.backoff;
         *rnr_deadline = FRESH.rnr_deadline;
         *msn = FRESH.msn;
         *credits = FRESH.credits;
@@ -295,8 +305,21 @@ impl Requester {
     /// transport timer runs while any request is outstanding).
     fn arm_ack_timer(&mut self, now: u64, attrs: &QpAttrs) {
         if self.ack_deadline.is_none() {
-            self.ack_deadline = attrs.timeout.timeout_ns().map(|t| now.saturating_add(t));
+            self.ack_deadline = self.ack_wait_ns(attrs).map(|t| now.saturating_add(t));
         }
+    }
+
+    /// How long to wait for an acknowledgement: the QP's Local ACK Timeout, doubled for
+    /// each timeout in a row that brought no progress, up to four times it. IBA lets the
+    /// timer expire anywhere between the timeout and four times it (9.7.6.1.3); backing off
+    /// inside that range keeps a slow responder (a software one on a starved CPU) from being
+    /// flooded with retransmitted requests, each of which it must answer again (a duplicate
+    /// RDMA Read is re-executed), before it has answered the first.
+    pub(super) fn ack_wait_ns(&self, attrs: &QpAttrs) -> Option<u64> {
+        attrs
+            .timeout
+            .timeout_ns()
+            .map(|t| t << self.backoff.min(MAX_TIMEOUT_SHIFT))
     }
 
     /// Rewinds transmission to the oldest unacknowledged PSN: RC recovers
@@ -335,6 +358,7 @@ impl Requester {
                     return Err(Fault::RetryExhausted { rnr: false });
                 }
                 self.retry_left -= 1;
+                self.backoff = self.backoff.saturating_add(1).min(MAX_TIMEOUT_SHIFT);
                 self.go_back(now, attrs);
             }
         }

@@ -524,6 +524,7 @@ use super::super::aeth::{NakCode, Syndrome};
 use super::super::headers::{AtomicEth, Deth, Reth};
 use super::super::opcode::codes;
 use super::super::packet::ExtHeaders;
+use super::super::qp::requester::MAX_TIMEOUT_SHIFT;
 use super::super::qp::ModifyError;
 
 /// B alone, connected (its peer is simulated by hand), ePSN 100.
@@ -853,13 +854,17 @@ fn retry_exhausted_when_peer_is_gone() {
         ]
     );
     // First attempt plus retry_cnt retries, each after one timeout
-    // (4.096 us << 10).
+    // (4.096 us << 10), doubled on each timeout in a row up to four times it
+    // (IBA 9.7.6.1.3 allows the timer to run that long).
     let timeout = 4096u64 << 10;
+    let waits: u64 = (0..=u64::from(setup.retry_cnt))
+        .map(|k| timeout << k.min(u64::from(MAX_TIMEOUT_SHIFT)))
+        .sum();
     // One initial-credit ACK, then go-back-N sends all three Writes on
     // the first attempt and on each of the retry_cnt retries.
     assert_eq!(p.sent[A] - 1, 3 * (u64::from(setup.retry_cnt) + 1));
-    assert!(p.now - start >= timeout * (setup.retry_cnt as u64 + 1));
-    assert!(p.now - start < timeout * (setup.retry_cnt as u64 + 2));
+    assert!(p.now - start >= waits);
+    assert!(p.now - start < waits + timeout);
     assert_eq!(p.nodes[A].qp.state(), QpState::Err);
     assert!(p.nodes[A]
         .events
