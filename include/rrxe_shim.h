@@ -55,7 +55,8 @@ u64 rrxe_ktime_get_ns(void);
 struct page;
 struct sg_page_iter;
 void rrxe_xa_init_alloc_irq(struct xarray *xa);
-int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next);
+int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next,
+			       bool atomic);
 int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry);
 unsigned long rrxe_xa_lock_irqsave(struct xarray *xa);
 void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);

@@ -37,15 +37,29 @@ pub(crate) fn create(
     dev: &Device<Rrxe>,
     pd: PdId,
     av: &AddressVector,
+    sleepable: bool,
     udata: Option<&mut UData>,
 ) -> Result<RrxeAh> {
     if !av.roce_v2 {
         return Err(EINVAL);
     }
-    let state = Arc::new(AhState { av: *av, pd }, GFP_KERNEL)?;
     let ahs = &dev.data().shared().ahs;
     // Number 0 means "address vector in the WQE" to the provider; rrxe never hands it out.
-    let num = ahs.insert(1, params::MAX_AH, state)?;
+    // Kernel consumers (the CM) create AHs under spinlocks, saying so by not passing
+    // RDMA_CREATE_AH_SLEEPABLE.
+    let num = if sleepable {
+        ahs.insert(
+            1,
+            params::MAX_AH,
+            Arc::new(AhState { av: *av, pd }, GFP_KERNEL)?,
+        )?
+    } else {
+        ahs.insert_atomic(
+            1,
+            params::MAX_AH,
+            Arc::new(AhState { av: *av, pd }, GFP_ATOMIC)?,
+        )?
+    };
     if let Some(udata) = udata {
         // Older providers pass no response buffer and put the address in each WQE, which
         // rrxe does not accept: a UD send then fails instead of trusting userspace.

@@ -534,9 +534,10 @@ impl Driver for Rrxe {
         dev: &Device<Self>,
         pd: PdId,
         av: &AddressVector,
+        sleepable: bool,
         udata: Option<&mut UData>,
     ) -> Result<RrxeAh> {
-        ah::create(dev, pd, av, udata)
+        ah::create(dev, pd, av, sleepable, udata)
     }
 
     fn destroy_ah(dev: &Device<Self>, ah: &Ah<Self>) {

@@ -167,16 +167,35 @@ void rrxe_xa_init_alloc_irq(struct xarray *xa)
 	xa_init_flags(xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 }
 
-/* Process context only (may sleep to allocate). Returns 0 or 1 (wrapped) on success. */
-int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next)
+/*
+ * Returns 0 or 1 (wrapped) on success. May sleep to allocate unless `atomic`, in which case
+ * it allocates with GFP_ATOMIC under an irqsave lock (callers may hold spinlocks with
+ * interrupts disabled, e.g. the CM creating an address handle).
+ */
+int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next,
+			       bool atomic)
 {
-	return xa_alloc_cyclic_irq(xa, id, NULL, XA_LIMIT(min, max), next, GFP_KERNEL);
+	unsigned long flags;
+	int ret;
+
+	if (!atomic)
+		return xa_alloc_cyclic_irq(xa, id, NULL, XA_LIMIT(min, max), next, GFP_KERNEL);
+	xa_lock_irqsave(xa, flags);
+	ret = __xa_alloc_cyclic(xa, id, NULL, XA_LIMIT(min, max), next, GFP_ATOMIC);
+	xa_unlock_irqrestore(xa, flags);
+	return ret;
 }
 
-/* Stores into a reserved slot, which needs no allocation. Process context only. */
+/* Stores into a reserved slot, which needs no allocation. Any context. */
 int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry)
 {
-	return xa_err(xa_store_irq(xa, index, entry, GFP_KERNEL));
+	unsigned long flags;
+	void *old;
+
+	xa_lock_irqsave(xa, flags);
+	old = __xa_store(xa, index, entry, GFP_ATOMIC);
+	xa_unlock_irqrestore(xa, flags);
+	return xa_err(old);
 }
 
 unsigned long rrxe_xa_lock_irqsave(struct xarray *xa)

@@ -817,7 +817,10 @@ impl<T: Driver> DeviceRegistry<T> {
             let av = AddressVector::from_raw(attr)?;
             // SAFETY: the core set the AH's PD before the call.
             let pd = PdId::from_raw(unsafe { (*ibah).pd });
-            let data = T::create_ah(dev, pd, &av, udata.as_mut())?;
+            // The CM creates AHs under spinlocks: only with this flag may the driver sleep.
+            let sleepable =
+                init.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
+            let data = T::create_ah(dev, pd, &av, sleepable, udata.as_mut())?;
             // SAFETY: a fresh AH; destroy_ah drops the state.
             unsafe { Ah::<T>::init(ibah, data) };
             Ok(0)

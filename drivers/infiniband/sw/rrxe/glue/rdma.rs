@@ -197,11 +197,12 @@ pub(crate) trait Driver: Sized + 'static {
     fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
     /// Receive WRs were posted to a kernel QP.
     fn post_recv_doorbell(qp: &Qp<Self>);
-    /// Creates an address handle for `av` in PD `pd`.
+    /// Creates an address handle for `av` in PD `pd`; must not sleep unless `sleepable`.
     fn create_ah(
         dev: &Device<Self>,
         pd: PdId,
         av: &AddressVector,
+        sleepable: bool,
         udata: Option<&mut UData>,
     ) -> Result<Self::Ah>;
     /// The names of the port counters `rdma statistic` shows.

@@ -67,6 +67,12 @@ impl<T> IndexTable<T> {
     ///
     /// Process context only (allocates with `GFP_KERNEL`).
     pub(crate) fn reserve(&self, min: u32, max: u32) -> Result<Reservation<'_, T>> {
+        self.reserve_in(min, max, false)
+    }
+
+    /// [`IndexTable::reserve`] for callers that may not sleep (`atomic`: allocates with
+    /// `GFP_ATOMIC` under an irqsave lock).
+    fn reserve_in(&self, min: u32, max: u32, atomic: bool) -> Result<Reservation<'_, T>> {
         let mut index = 0;
         // SAFETY: the xarray is initialised; `next` is only touched under its lock, which
         // xa_alloc_cyclic_irq takes.
@@ -77,6 +83,7 @@ impl<T> IndexTable<T> {
                 min,
                 max,
                 self.next.get(),
+                atomic,
             )
         };
         // 1 means the search wrapped around, which is success.
@@ -89,6 +96,14 @@ impl<T> IndexTable<T> {
     /// Process context only (allocates with `GFP_KERNEL`).
     pub(crate) fn insert(&self, min: u32, max: u32, object: Arc<T>) -> Result<u32> {
         let reservation = self.reserve(min, max)?;
+        let index = reservation.index();
+        reservation.store(object)?;
+        Ok(index)
+    }
+
+    /// [`IndexTable::insert`] in any context (allocates with `GFP_ATOMIC`).
+    pub(crate) fn insert_atomic(&self, min: u32, max: u32, object: Arc<T>) -> Result<u32> {
+        let reservation = self.reserve_in(min, max, true)?;
         let index = reservation.index();
         reservation.store(object)?;
         Ok(index)
@@ -171,7 +186,7 @@ impl<T> Reservation<'_, T> {
         self.index
     }
 
-    /// Publishes `object` at the reserved index. Process context only.
+    /// Publishes `object` at the reserved index. Any context.
     pub(crate) fn store(self, object: Arc<T>) -> Result {
         let raw = Arc::into_raw(object);
         // SAFETY: the xarray is initialised and the slot reserved, so storing needs no
