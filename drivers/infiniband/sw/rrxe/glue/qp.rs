@@ -315,16 +315,8 @@ impl<T: Driver> SendWr<'_, T> {
 
     /// SGE `i`.
     pub(crate) fn sge(&self, i: usize) -> Option<KernelSge> {
-        if i >= self.num_sge() || self.raw.sg_list.is_null() {
-            return None;
-        }
-        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list`.
-        let s = unsafe { &*self.raw.sg_list.add(i) };
-        Some(KernelSge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
+        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list` for the post.
+        unsafe { sge_at(self.raw.sg_list, self.num_sge(), i) }
     }
 
     /// The bytes SGE `i` names, for inline sends: kernel consumers pass kernel virtual
@@ -342,6 +334,24 @@ impl<T: Driver> SendWr<'_, T> {
         // kernel memory until ib_post_send returns.
         Some(unsafe { core::slice::from_raw_parts(addr, s.length as usize) })
     }
+}
+
+/// SGE `i` of a work request's list of `n` at `list`.
+///
+/// # Safety
+///
+/// A non-null `list` must point at `n` readable `struct ib_sge`s.
+unsafe fn sge_at(list: *const bindings::ib_sge, n: usize, i: usize) -> Option<KernelSge> {
+    if i >= n || list.is_null() {
+        return None;
+    }
+    // SAFETY: `i < n` and, per the function contract, `list` holds `n` SGEs.
+    let s = unsafe { &*list.add(i) };
+    Some(KernelSge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    })
 }
 
 /// A kernel receive work request (`struct ib_recv_wr`).
@@ -363,16 +373,8 @@ impl RecvWr<'_> {
 
     /// SGE `i`.
     pub(crate) fn sge(&self, i: usize) -> Option<KernelSge> {
-        if i >= self.num_sge() || self.raw.sg_list.is_null() {
-            return None;
-        }
-        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list`.
-        let s = unsafe { &*self.raw.sg_list.add(i) };
-        Some(KernelSge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
+        // SAFETY: the consumer passes `num_sge` SGEs at `sg_list` for the post.
+        unsafe { sge_at(self.raw.sg_list, self.num_sge(), i) }
     }
 }
 
