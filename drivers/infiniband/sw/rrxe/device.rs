@@ -22,6 +22,7 @@ use crate::params;
 use crate::qp::{self, QpShared, RrxeQp};
 use crate::srq::{self, RrxeSrq, SrqShared};
 use crate::transport::qp::responder::MAX_RD_ATOMIC;
+use crate::transport::qp::{QpStats, TransportEvent};
 use crate::wq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
@@ -35,20 +36,38 @@ pub(crate) const PORT: u32 = 1;
 /// Port counters. The `wire_*` ones count packets dropped before they could be matched
 /// to a device (bad ICRC, truncated or malformed IP/UDP, no device on the netdev): they
 /// are the same on every rrxe device of the host.
-static COUNTER_NAMES: CounterNames<12> = CounterNames::new([
-    c_str!("sent_pkts"),
-    c_str!("rcvd_pkts"),
-    c_str!("retransmitted_pkts"),
-    c_str!("rcvd_no_qp"),
-    c_str!("rcvd_queue_full"),
-    c_str!("rcvd_malformed"),
-    c_str!("send_errors"),
-    c_str!("send_no_path"),
-    c_str!("wire_icrc_errors"),
-    c_str!("wire_truncated"),
-    c_str!("wire_malformed"),
-    c_str!("wire_no_device"),
-]);
+static COUNTER_NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT }> =
+    CounterNames::new([
+        c_str!("sent_pkts"),
+        c_str!("rcvd_pkts"),
+        c_str!("retransmitted_pkts"),
+        c_str!("rcvd_no_qp"),
+        c_str!("rcvd_queue_full"),
+        c_str!("rcvd_malformed"),
+        c_str!("send_errors"),
+        c_str!("send_no_path"),
+        c_str!("wire_icrc_errors"),
+        c_str!("wire_truncated"),
+        c_str!("wire_malformed"),
+        c_str!("wire_no_device"),
+        // The QPs' transport events, in `TransportEvent::ALL` order.
+        c_str!("ack_timeouts"),
+        c_str!("seq_naks_rcvd"),
+        c_str!("rnr_naks_rcvd"),
+        c_str!("error_naks_rcvd"),
+        c_str!("implied_naks"),
+        c_str!("retry_exceeded"),
+        c_str!("rnr_retry_exceeded"),
+        c_str!("seq_naks_sent"),
+        c_str!("rnr_naks_sent"),
+        c_str!("error_naks_sent"),
+        c_str!("duplicate_requests"),
+        c_str!("out_of_seq_requests"),
+        c_str!("duplicate_responses"),
+    ]);
+
+/// Counters before the transport events in [`COUNTER_NAMES`].
+const PORT_COUNTERS: usize = 12;
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
@@ -61,6 +80,11 @@ impl Counter {
     /// Counts one event.
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` events.
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The count so far.
@@ -89,6 +113,20 @@ pub(crate) struct Counters {
     pub(crate) tx_errors: Counter,
     /// Packets without a destination (a UD send naming no valid AH of its PD).
     pub(crate) tx_no_path: Counter,
+    /// The QPs' transport events (retries, NAKs, duplicates), by [`TransportEvent`].
+    pub(crate) transport: [Counter; TransportEvent::COUNT],
+}
+
+impl Counters {
+    /// Adds the events a QP engine counted since it was last asked.
+    pub(crate) fn add_transport(&self, stats: &QpStats) {
+        for (c, e) in self.transport.iter().zip(TransportEvent::ALL) {
+            let n = stats.get(e);
+            if n != 0 {
+                c.add(u64::from(n));
+            }
+        }
+    }
 }
 
 /// The part of a device the receive path and QP tasks reach.
@@ -321,7 +359,11 @@ impl Driver for Rrxe {
             wire.rx_malformed,
             wire.rx_no_device,
         ];
-        for (v, a) in values.iter_mut().zip(all) {
+        let transport = c.transport.iter().map(Counter::get);
+        for (v, a) in values
+            .iter_mut()
+            .zip(Iterator::chain(all.into_iter(), transport))
+        {
             *v = a;
         }
     }

@@ -674,6 +674,10 @@ impl QpContext {
                 self.qp.dispatch_event(ev);
             }
         }
+        let stats = self.engine.take_stats();
+        if !stats.is_zero() {
+            dev.shared().counters.add_transport(&stats);
+        }
         if let Some(deadline) = self.engine.poll_timeout() {
             task.arm(deadline.saturating_sub(now));
         }

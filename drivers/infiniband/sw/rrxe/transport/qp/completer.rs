@@ -15,6 +15,7 @@ use super::super::opcode::{Operation, Position};
 use super::super::packet::Packet;
 use super::completion::{Completion, WcOpcode, WcStatus, WorkQueue};
 use super::requester::{Requester, SendSlot};
+use super::stats::TransportEvent;
 use super::wqe::{SendFlags, SendOpcode};
 use super::{Fault, Io, Outputs, QpAttrs, QpState, QpType};
 
@@ -67,6 +68,16 @@ impl Requester {
         Ok(())
     }
 
+    /// A response out of place for the WQE at una (beyond the expected PSN,
+    /// or of the wrong kind) implies the requests before it were lost
+    /// (IBA 9.7.6.1.4); counted once per loss, as the retry is.
+    fn implied_nak(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+        if self.retry_guard != Some(self.una) {
+            self.stats.count(TransportEvent::ImpliedNak);
+        }
+        self.retry(now, attrs)
+    }
+
     /// Handles a NAK whose PSN is una, which falls in slot `pos`.
     fn nak(
         &mut self,
@@ -89,18 +100,23 @@ impl Requester {
                     }
                     self.rnr_left -= 1;
                 }
+                self.stats.count(TransportEvent::RnrNakRcvd);
                 self.ack_deadline = None;
                 self.send_psn = self.una;
                 self.rnr_deadline = Some(now.saturating_add(timer.delay_ns()));
                 return Ok(());
             }
-            Syndrome::Nak(NakCode::PsnSequenceError) => return self.retry(now, attrs),
+            Syndrome::Nak(NakCode::PsnSequenceError) => {
+                self.stats.count(TransportEvent::SeqNakRcvd);
+                return self.retry(now, attrs);
+            }
             Syndrome::Nak(NakCode::InvalidRequest) => WcStatus::RemInvReqErr,
             Syndrome::Nak(NakCode::RemoteAccessError) => WcStatus::RemAccessErr,
             Syndrome::Nak(NakCode::RemoteOperationalError) => WcStatus::RemOpErr,
             Syndrome::Nak(NakCode::InvalidRdRequest) => WcStatus::RemInvRdReqErr,
         };
         // IBA 9.7.5.2.4-6: these NAKs are fatal to the WQE and the QP.
+        self.stats.count(TransportEvent::ErrorNakRcvd);
         self.slot_mut(pos).done = Some(status);
         Err(Fault::Error)
     }
@@ -126,6 +142,12 @@ impl Requester {
         // duplicates (an unsolicited ACK is one: 9.7.5.1.2); either way,
         // nothing beyond the credits above is taken from them.
         if !psn.is_before(self.sent_high) || psn.is_before(self.una) {
+            if matches!(
+                pkt.info.operation,
+                Operation::RdmaReadResponse | Operation::AtomicAcknowledge
+            ) {
+                self.stats.count(TransportEvent::DuplicateResponse);
+            }
             return Ok(());
         }
         let syndrome = aeth.map(|a| a.syndrome);
@@ -147,7 +169,7 @@ impl Requester {
                     let expected = self.una;
                     if psn != expected {
                         // Beyond the expected response: implied NAK.
-                        return self.retry(now, attrs);
+                        return self.implied_nak(now, attrs);
                     }
                     if is_nak {
                         return self.nak(
@@ -159,7 +181,7 @@ impl Requester {
                     }
                     if slot.wqe.opcode == SendOpcode::RdmaRead {
                         if op != Operation::RdmaReadResponse {
-                            return self.retry(now, attrs);
+                            return self.implied_nak(now, attrs);
                         }
                         let k = slot.resp_pkts;
                         let offset = k * mtu;
@@ -188,7 +210,7 @@ impl Requester {
                         }
                     } else {
                         if op != Operation::AtomicAcknowledge {
-                            return self.retry(now, attrs);
+                            return self.implied_nak(now, attrs);
                         }
                         let orig = pkt.ext.atomic_ack_eth.map_or(0, |a| a.orig_remote_data);
                         if let Err(err) = io.mem.scatter_send(slot.index, 0, &orig.to_ne_bytes()) {

@@ -25,6 +25,7 @@ pub mod completion;
 pub mod memory;
 pub mod requester;
 pub mod responder;
+pub mod stats;
 pub mod wqe;
 
 use super::icrc::ICRC_LEN;
@@ -36,6 +37,7 @@ use completion::{AsyncEvent, Completion, Ring, WcStatus};
 pub use memory::Memory;
 use requester::Requester;
 use responder::Responder;
+pub use stats::{QpStats, TransportEvent};
 pub use wqe::{RecvQueue, SendQueue};
 
 /// Capacity of the completion ring between the engine and the glue.
@@ -518,6 +520,13 @@ impl Qp {
         None
     }
 
+    /// The transport events counted since the last call.
+    pub fn take_stats(&mut self) -> QpStats {
+        let mut s = self.req.stats.take();
+        s.add(&self.resp.stats.take());
+        s
+    }
+
     /// The next asynchronous event.
     pub fn poll_event(&mut self) -> Option<AsyncEvent> {
         self.out.events.pop()
@@ -558,6 +567,11 @@ impl Qp {
     /// RetryExcErr or RnrRetryExcErr and the QP enters ERR, flushing the
     /// rest.
     fn retry_exhausted(&mut self, rnr: bool) {
+        self.req.stats.count(if rnr {
+            TransportEvent::RnrRetryExceeded
+        } else {
+            TransportEvent::RetryExceeded
+        });
         let _ = self.out.events.push(AsyncEvent::RetryExhausted { rnr });
         self.req.fail_unacked(if rnr {
             WcStatus::RnrRetryExcErr

@@ -25,6 +25,7 @@ use super::super::opcode::codes;
 use super::super::packet::{self, ExtHeaders};
 use super::super::psn::{Msn, Psn};
 use super::completion::WcStatus;
+use super::stats::{QpStats, TransportEvent};
 use super::wqe::{SendFlags, SendOpcode, SendWqe};
 use super::{Fault, Io, QpAttrs, QpState, QpType, Transmit};
 
@@ -131,6 +132,8 @@ pub(super) struct Requester {
     pub(super) retry_guard: Option<Psn>,
     pub(super) noack_pkts: u32,
     pub(super) drained_reported: bool,
+    /// Events counted since the glue last drained them; a reset keeps them.
+    pub(super) stats: QpStats,
 }
 
 /// Outcome of trying to start the next WQE.
@@ -186,6 +189,7 @@ impl Requester {
             retry_guard: None,
             noack_pkts: 0,
             drained_reported: false,
+            stats: QpStats::ZERO,
         }
     }
 
@@ -220,6 +224,7 @@ impl Requester {
             retry_guard,
             noack_pkts,
             drained_reported,
+            stats: _,
         } = self;
         *head = FRESH.head;
         *len = FRESH.len;
@@ -352,6 +357,7 @@ impl Requester {
         if matches!(self.ack_deadline, Some(d) if d <= now) {
             self.ack_deadline = None;
             if self.una.is_before(self.sent_high) {
+                self.stats.count(TransportEvent::AckTimeout);
                 // The retry counter counts retries, so retry_cnt = 7 allows
                 // seven retransmissions after the first attempt.
                 if self.retry_left == 0 {

@@ -24,6 +24,7 @@ use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
 use super::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
+use super::stats::{QpStats, TransportEvent};
 use super::wqe::RecvWqe;
 use super::{AccessFlags, Fault, Io, Outputs, QpAttrs, QpState, QpType, Transmit};
 
@@ -115,6 +116,8 @@ pub(super) struct Responder {
     uc_drop: bool,
     comm_established: bool,
     advertised_zero: bool,
+    /// Events counted since the glue last drained them; a reset keeps them.
+    pub(super) stats: QpStats,
 }
 
 impl Responder {
@@ -145,6 +148,7 @@ impl Responder {
             uc_drop: false,
             comm_established: false,
             advertised_zero: true,
+            stats: QpStats::ZERO,
         }
     }
 
@@ -174,6 +178,7 @@ impl Responder {
             uc_drop,
             comm_established,
             advertised_zero,
+            stats: _,
         } = self;
         *epsn = FRESH.epsn;
         *msn = FRESH.msn;
@@ -285,10 +290,12 @@ impl Responder {
         let psn = pkt.bth.psn;
         match PsnClass::of_request(self.epsn, psn) {
             PsnClass::Duplicate => {
+                self.stats.count(TransportEvent::DuplicateRequest);
                 self.duplicate(pkt);
                 return Ok(());
             }
             PsnClass::Invalid => {
+                self.stats.count(TransportEvent::OutOfSeqRequest);
                 if !self.nak_sent {
                     self.nak_sent = true;
                     self.nak = Some((self.epsn, Syndrome::Nak(NakCode::PsnSequenceError)));
@@ -759,6 +766,11 @@ impl Responder {
             }
         }
         let (psn, syndrome) = if let Some(nak) = self.nak.take() {
+            self.stats.count(match nak.1 {
+                Syndrome::Nak(NakCode::PsnSequenceError) => TransportEvent::SeqNakSent,
+                Syndrome::RnrNak(_) => TransportEvent::RnrNakSent,
+                Syndrome::Nak(_) | Syndrome::Ack(_) => TransportEvent::ErrorNakSent,
+            });
             nak
         } else if self.ack_pending && !in_error {
             (self.epsn.prev(), Syndrome::Ack(credit))

@@ -14,7 +14,7 @@ use super::packet;
 use super::qp::completion::{AsyncEvent, Completion};
 use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
 use super::qp::wqe::{RecvQueue, RecvWqe, SendQueue, SendWqe};
-use super::qp::{AccessFlags, Io, ModifyQp, Qp, QpState, QpType, MAX_PACKET_LEN};
+use super::qp::{AccessFlags, Io, ModifyQp, Qp, QpState, QpStats, QpType, MAX_PACKET_LEN};
 use std::collections::{BTreeMap, VecDeque};
 use std::vec;
 use std::vec::Vec;
@@ -255,6 +255,8 @@ pub struct Node {
     pub mem: FakeMem,
     pub completions: Vec<Completion>,
     pub events: Vec<AsyncEvent>,
+    /// Transport events counted so far.
+    pub stats: QpStats,
     next_recv_id: u32,
 }
 
@@ -267,6 +269,7 @@ impl Node {
             mem: FakeMem::default(),
             completions: Vec::new(),
             events: Vec::new(),
+            stats: QpStats::ZERO,
             next_recv_id: 0,
         }
     }
@@ -327,6 +330,7 @@ impl Node {
         while let Some(e) = self.qp.poll_event() {
             self.events.push(e);
         }
+        self.stats.add(&self.qp.take_stats());
     }
 
     pub fn send_completions(&self) -> Vec<Completion> {

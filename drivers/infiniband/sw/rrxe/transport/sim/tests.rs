@@ -16,7 +16,7 @@ use std::string::String;
 mod crate_paths {
     pub use super::super::super::qp::completion::{WcOpcode, WcStatus};
     pub use super::super::super::qp::wqe::{RemoteAddr, SendFlags, SendOpcode, UdDest};
-    pub use super::super::super::qp::QpType;
+    pub use super::super::super::qp::{QpType, TransportEvent};
 }
 
 /// One work request of a scenario.
@@ -436,6 +436,16 @@ fn rc_twenty_percent_loss_fixed_seed() {
     let o = run_ops(Setup::rc(), seed, link, ops, false);
     check(&o, false).unwrap_or_else(|e| panic!("RRXE_SIM_SEED={seed:#x}: {e}"));
     assert!(o.pair.retransmitted[A] > 0);
+    // Every go-back had a cause the statistics name.
+    let a = &o.pair.nodes[A].stats;
+    let causes = a.get(TransportEvent::AckTimeout)
+        + a.get(TransportEvent::SeqNakRcvd)
+        + a.get(TransportEvent::ImpliedNak);
+    assert!(causes > 0, "{a:?}");
+    assert_eq!(a.get(TransportEvent::RetryExceeded), 0);
+    let b = &o.pair.nodes[B].stats;
+    assert!(b.get(TransportEvent::OutOfSeqRequest) + b.get(TransportEvent::DuplicateRequest) > 0);
+    assert!(b.get(TransportEvent::SeqNakSent) <= b.get(TransportEvent::OutOfSeqRequest));
 }
 
 #[test]
@@ -697,6 +707,10 @@ fn responder_sends_one_sequence_nak_until_recovery() {
         &request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), &[1]),
     );
     assert_eq!(drain_tx(&mut p.nodes[B], 0)[0].1, 100);
+    let s = p.nodes[B].qp.take_stats();
+    assert_eq!(s.get(TransportEvent::SeqNakSent), 1);
+    assert_eq!(s.get(TransportEvent::OutOfSeqRequest), 4);
+    assert_eq!(s.get(TransportEvent::DuplicateRequest), 1);
 }
 
 #[test]
@@ -866,6 +880,12 @@ fn retry_exhausted_when_peer_is_gone() {
     assert!(p.now - start >= waits);
     assert!(p.now - start < waits + timeout);
     assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+    let s = &p.nodes[A].stats;
+    assert_eq!(
+        s.get(TransportEvent::AckTimeout),
+        u32::from(setup.retry_cnt) + 1
+    );
+    assert_eq!(s.get(TransportEvent::RetryExceeded), 1);
     assert!(p.nodes[A]
         .events
         .contains(&AsyncEvent::RetryExhausted { rnr: false }));
@@ -889,6 +909,9 @@ fn rnr_retry_exhausted_when_no_receive_is_posted() {
     assert_eq!(c[0].status, WcStatus::RnrRetryExcErr);
     // The first attempt and rnr_retry retries, each RNR NAKed.
     assert_eq!(p.sent[A] - 1, 3);
+    assert_eq!(p.nodes[A].stats.get(TransportEvent::RnrNakRcvd), 2);
+    assert_eq!(p.nodes[A].stats.get(TransportEvent::RnrRetryExceeded), 1);
+    assert_eq!(p.nodes[B].stats.get(TransportEvent::RnrNakSent), 3);
     assert!(p.nodes[A]
         .events
         .contains(&AsyncEvent::RetryExhausted { rnr: true }));

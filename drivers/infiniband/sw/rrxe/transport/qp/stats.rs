@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transport events a QP counts, for the device's `rdma statistic` counters.
+//!
+//! The engine only counts; the glue drains the counts after each call
+//! ([`super::Qp::take_stats`]) into per-device counters, so the engine keeps no
+//! totals and needs no atomics.
+
+/// A transport event worth counting. The discriminant indexes [`QpStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum TransportEvent {
+    /// The local ACK timer expired with requests outstanding (IBA 9.7.6.1.3).
+    AckTimeout,
+    /// A PSN sequence error NAK was received (IBA 9.7.5.2.1).
+    SeqNakRcvd,
+    /// An RNR NAK was received and waited out (IBA 9.7.5.2.8); a repeat of the
+    /// one being waited out is not counted again.
+    RnrNakRcvd,
+    /// A fatal NAK was received: invalid request, remote access or remote
+    /// operational error (IBA 9.7.5.2.4-6).
+    ErrorNakRcvd,
+    /// A Read response or Atomic acknowledge arrived beyond the expected PSN
+    /// and was acted upon as an implied NAK (IBA 9.7.6.1.4).
+    ImpliedNak,
+    /// The transport retry counter ran out (IBA 9.7.6.1.3).
+    RetryExceeded,
+    /// The RNR retry counter ran out (IBA 9.7.5.2.8).
+    RnrRetryExceeded,
+    /// A PSN sequence error NAK was sent.
+    SeqNakSent,
+    /// An RNR NAK was sent: no receive WQE was posted for a message.
+    RnrNakSent,
+    /// A fatal NAK was sent.
+    ErrorNakSent,
+    /// A request behind the ePSN arrived (IBA 9.7.5.1.5): re-acknowledged,
+    /// a Read re-executed, an Atomic answered from its saved result.
+    DuplicateRequest,
+    /// A request beyond the ePSN arrived and was dropped (IBA 9.7.5.1.3; the
+    /// first of a run also causes a sequence error NAK).
+    OutOfSeqRequest,
+    /// A Read response or Atomic acknowledge for a PSN already completed, or
+    /// never sent, was ignored (IBA 9.7.6.1.2): the answer to a request that
+    /// was retransmitted although its first answer was only late.
+    DuplicateResponse,
+}
+
+impl TransportEvent {
+    /// Number of events.
+    pub const COUNT: usize = 13;
+
+    /// Every event, in discriminant order.
+    pub const ALL: [Self; Self::COUNT] = [
+        Self::AckTimeout,
+        Self::SeqNakRcvd,
+        Self::RnrNakRcvd,
+        Self::ErrorNakRcvd,
+        Self::ImpliedNak,
+        Self::RetryExceeded,
+        Self::RnrRetryExceeded,
+        Self::SeqNakSent,
+        Self::RnrNakSent,
+        Self::ErrorNakSent,
+        Self::DuplicateRequest,
+        Self::OutOfSeqRequest,
+        Self::DuplicateResponse,
+    ];
+}
+
+/// Counts of [`TransportEvent`]s since the last drain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpStats([u32; TransportEvent::COUNT]);
+
+impl QpStats {
+    /// No events.
+    pub const ZERO: Self = Self([0; TransportEvent::COUNT]);
+
+    /// Counts one `event`.
+    pub(super) fn count(&mut self, event: TransportEvent) {
+        let c = &mut self.0[event as usize];
+        *c = c.wrapping_add(1);
+    }
+
+    /// The count of `event`.
+    #[must_use]
+    pub const fn get(&self, event: TransportEvent) -> u32 {
+        self.0[event as usize]
+    }
+
+    /// Whether nothing was counted.
+    #[must_use]
+    pub fn is_zero(&self) -> bool {
+        self.0.iter().all(|&c| c == 0)
+    }
+
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &Self) {
+        for (c, o) in self.0.iter_mut().zip(other.0) {
+            *c = c.wrapping_add(o);
+        }
+    }
+
+    /// Returns the counts and starts again from zero.
+    pub(super) fn take(&mut self) -> Self {
+        core::mem::replace(self, Self::ZERO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_in_discriminant_order() {
+        for (i, e) in TransportEvent::ALL.iter().enumerate() {
+            assert_eq!(*e as usize, i);
+        }
+    }
+
+    #[test]
+    fn take_drains() {
+        let mut s = QpStats::ZERO;
+        s.count(TransportEvent::AckTimeout);
+        s.count(TransportEvent::AckTimeout);
+        s.count(TransportEvent::DuplicateResponse);
+        let t = s.take();
+        assert!(s.is_zero());
+        assert_eq!(t.get(TransportEvent::AckTimeout), 2);
+        assert_eq!(t.get(TransportEvent::DuplicateResponse), 1);
+        let mut sum = QpStats::ZERO;
+        sum.add(&t);
+        sum.add(&t);
+        assert_eq!(sum.get(TransportEvent::AckTimeout), 4);
+    }
+}
