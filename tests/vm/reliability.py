@@ -357,19 +357,21 @@ def client(dev, gid_index, host, port):
     print(f"# RC reliability on {dev}: netem on both VMs' eth0")
     side = Side(dev, gid_index)
     peer = Peer(host, port)
+    # Each round names the counter that proves its impairment took effect.
     rounds = [
-        ("no impairment", ""),
-        ("1% loss", "loss 1%"),
-        ("5% loss", "loss 5%"),
-        ("20% loss", "loss 20%"),
-        ("reordering", "delay 2ms reorder 50% 50%"),
-        ("duplication", "duplicate 20%"),
-        ("5% loss, reordering and duplication", "loss 5% duplicate 5% delay 1ms reorder 25%"),
+        ("no impairment", "", None),
+        ("1% loss", "loss 1%", "retransmitted_pkts"),
+        ("5% loss", "loss 5%", "retransmitted_pkts"),
+        ("20% loss", "loss 20%", "retransmitted_pkts"),
+        ("reordering", "delay 2ms reorder 50% 50%", "out_of_seq_requests"),
+        ("duplication", "duplicate 20%", "duplicate_requests"),
+        ("5% loss, reordering and duplication", "loss 5% duplicate 5% delay 1ms reorder 25%",
+         "retransmitted_pkts"),
     ]
-    nsend, nwrite, nread, natomic = 42, 42, 42, 64
+    nsend, nwrite, nread, natomic = 64, 96, 96, 128
     totals_a = counters(dev)
     totals_b = peer("counters")
-    for r, (name, args) in enumerate(rounds):
+    for r, (name, args, evidence) in enumerate(rounds):
         seed = 0x5EED + r
         side.read_region = pattern(seed, 1, READ_LEN)
         try:
@@ -380,6 +382,7 @@ def client(dev, gid_index, host, port):
             peer("connect", peer=mine)
             side.connect(info)
             side.data.write(bytes(8 * natomic), 8 * natomic, 0)
+            a_before, b_before = counters(dev), peer("counters")
             t0 = time.monotonic()
             errors, writes = run_traffic(side, info, seed, nsend, nwrite, nread, natomic,
                                          time.monotonic() + 600)
@@ -387,6 +390,14 @@ def client(dev, gid_index, host, port):
             v = peer("verify", seed=seed, nsend=nsend, writes=writes, natomic=natomic,
                      wait=120)
             errors += ["side B: " + x for x in v["errors"]]
+            # The requester's counters are A's, the responder's B's.
+            da = delta(a_before, counters(dev), "retransmitted_pkts", "ack_timeouts",
+                       "seq_naks_rcvd", "implied_naks")
+            db = delta(b_before, peer("counters"), "duplicate_requests",
+                       "out_of_seq_requests", "seq_naks_sent")
+            print(f"#   {name}: requester {da}, responder {db}")
+            if evidence is not None and {**da, **db}[evidence] == 0:
+                errors.append(f"{evidence} did not move: did netem act?")
             report(not errors, f"{name}: {nsend} sends, {nwrite} writes, {nread} reads, "
                    f"{natomic} fetch-and-adds complete once, in order, data verified "
                    f"({secs:.1f}s)", "\n".join(errors[:20]))
