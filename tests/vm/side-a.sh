@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Everything VM A runs in the `make check` boot, one TAP stream per script.
 here=$(dirname "$0")
+# Side B runs srq-peer.sh: srq.sh's two-VM half runs against it.
+export RRXE_SRQ_PEER=${RRXE_SRQ_PEER:-1}
 rc=0
 for t in foundation.sh objects.sh verbs.sh srq.sh mw.sh reliability.sh; do
 	echo "# === $t"

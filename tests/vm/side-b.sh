@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # Everything VM B runs in the `make check` boot, one TAP stream per script: the foundation
 # peer, then the servers of the verbs tests (verbs-peer.sh waits on its control channel
-# until side A's verbs.sh connects, after A's own earlier scripts), then the responder of the
-# RC reliability tests (reliability-peer.sh, which likewise waits for reliability.sh).
+# until side A's verbs.sh connects, after A's own earlier scripts), the ibv_srq_pingpong
+# servers of srq.sh's two-VM half (srq-peer.sh), then the responder of the RC reliability
+# tests (reliability-peer.sh, which likewise waits for reliability.sh).
 here=$(dirname "$0")
 rc=0
-for t in peer.sh verbs-peer.sh reliability-peer.sh; do
+for t in peer.sh verbs-peer.sh srq-peer.sh reliability-peer.sh; do
 	echo "# === $t"
 	"$here/$t" || rc=1
 done
