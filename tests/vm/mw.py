@@ -157,6 +157,33 @@ def _():
     mw.close()
 
 
+def fresh_qps(a, b):
+    """Replaces the QPs of a connected pair with new ones on the same PDs and CQs."""
+    for r in (a, b):
+        for qp in r.qps:
+            qp.close()
+        r.qps, r.qps_num, r.psns = [], [], []
+        r.create_qps()
+    a.pre_run(b.psns, b.qps_num)
+    b.pre_run(a.psns, a.qps_num)
+
+
+@test("type 2 window answers only the QP it was bound through, never that QP's successor")
+def _():
+    a, b = pair()
+    mw = MW(b.pd, e.IBV_MW_TYPE_2)
+    wc, rkey = bind2(b, mw, b.mr.buf, b.msg_size)
+    assert wc.status == e.IBV_WC_SUCCESS, u.wc_status_to_str(wc.status)
+    # IBA 10.6.7.2.2: the window stays bound to b's first QP; after it is destroyed, a
+    # new QP of the same PD (whatever its number) is refused with a remote access error.
+    fresh_qps(a, b)
+    a.mr.write(b"y" * a.msg_size, a.msg_size)
+    wc = write(a, b, rkey, b.mr.buf)
+    assert wc.status == e.IBV_WC_REM_ACCESS_ERR, u.wc_status_to_str(wc.status)
+    assert b.mr.read(a.msg_size, 0) != b"y" * a.msg_size
+    mw.close()
+
+
 @test("type 2 bind to an MR without MW_BIND access fails with MW_BIND_ERR")
 def _():
     a, b = pair(e.IBV_ACCESS_LOCAL_WRITE)

@@ -8,6 +8,7 @@ use crate::device::RrxeDevice;
 use crate::glue::rdma::PdId;
 use crate::mr::{self, Access};
 use crate::mw;
+use crate::qp::QpIncarnation;
 use crate::transport::qp::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
 use crate::transport::qp::wqe::{RecvWqe, SendOpcode, SendWqe};
 use crate::transport::qp::Memory;
@@ -21,8 +22,8 @@ pub(crate) struct QpMemory<'a> {
     pub(crate) grh: Option<[u8; 40]>,
     dev: &'a RrxeDevice,
     pd: PdId,
-    /// The QP's number: type 2 windows answer only the QP they were bound through.
-    qpn: u32,
+    /// The QP: type 2 windows answer only the QP they were bound through.
+    qp: QpIncarnation,
     sq: &'a RefCell<SendRing>,
     rq: &'a RefCell<RecvRing>,
 }
@@ -31,7 +32,7 @@ impl<'a> QpMemory<'a> {
     pub(crate) fn new(
         dev: &'a RrxeDevice,
         pd: PdId,
-        qpn: u32,
+        qp: QpIncarnation,
         sq: &'a RefCell<SendRing>,
         rq: &'a RefCell<RecvRing>,
     ) -> Self {
@@ -39,7 +40,7 @@ impl<'a> QpMemory<'a> {
             grh: None,
             dev,
             pd,
-            qpn,
+            qp,
             sq,
             rq,
         }
@@ -87,7 +88,7 @@ impl<'a> QpMemory<'a> {
         access: Access,
     ) -> Result<kernel::sync::Arc<mr::MrState>, RemoteError> {
         if mw::is_mw_key(rkey) {
-            return mw::resolve(self.dev, self.pd, self.qpn, rkey, va, len, access)
+            return mw::resolve(self.dev, self.pd, self.qp, rkey, va, len, access)
                 .ok_or(RemoteError::Access);
         }
         let region = mr::lookup(self.dev, rkey).ok_or(RemoteError::Access)?;
@@ -228,7 +229,7 @@ impl Memory for QpMemory<'_> {
             SendOpcode::Local(local::BIND_MW) => {
                 let req = sq.bind_request(sq_index);
                 drop(sq);
-                mw::bind(self.dev, self.pd, self.qpn, &req).map_err(|()| LocalError::MwBind)
+                mw::bind(self.dev, self.pd, self.qp, &req).map_err(|()| LocalError::MwBind)
             }
             _ => Err(LocalError::Operation),
         }

@@ -14,6 +14,7 @@ use crate::glue::rdma::PdId;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::mr::{self, Access, MrState};
 use crate::params;
+use crate::qp::QpIncarnation;
 use crate::transport::region;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -48,8 +49,9 @@ struct Binding {
     addr: u64,
     length: u64,
     access: u32,
-    /// The QP a type 2 window was bound through: only that QP may use it (IBA 10.6.7.2.2).
-    qpn: u32,
+    /// The QP a type 2 window was bound through: only that QP may use it (IBA 10.6.7.2.2),
+    /// not a later QP that reuses its number.
+    qp: QpIncarnation,
     /// Set at deallocation: a bind racing with it must not attach an MR to a window nobody
     /// can unbind any more.
     dead: bool,
@@ -109,7 +111,7 @@ pub(crate) fn alloc(dev: &RrxeDevice, pd: PdId, type2: bool) -> Result<(RrxeMw, 
                     addr: 0,
                     length: 0,
                     access: 0,
-                    qpn: 0,
+                    qp: QpIncarnation::NONE,
                     dead: false,
                 },
                 kernel::c_str!("rrxe_mw"),
@@ -137,9 +139,14 @@ pub(crate) fn dealloc(dev: &RrxeDevice, mw: &RrxeMw) {
     drop(dev.mws().remove(region::key_index(key)));
 }
 
-/// Executes a Bind Memory Window WQE of QP `qpn` in `pd` (IBA 10.6.7.2.4). Any failure is
+/// Executes a Bind Memory Window WQE of QP `qp` in `pd` (IBA 10.6.7.2.4). Any failure is
 /// a bind error for the WQE. Process context (the QP's work item).
-pub(crate) fn bind(dev: &RrxeDevice, pd: PdId, qpn: u32, req: &BindRequest) -> Result<(), ()> {
+pub(crate) fn bind(
+    dev: &RrxeDevice,
+    pd: PdId,
+    qp: QpIncarnation,
+    req: &BindRequest,
+) -> Result<(), ()> {
     let mw = get(dev, req.mw_rkey).ok_or(())?;
     let mr = if req.length != 0 {
         Some(mr::lookup(dev, req.mr_lkey).ok_or(())?)
@@ -193,7 +200,7 @@ pub(crate) fn bind(dev: &RrxeDevice, pd: PdId, qpn: u32, req: &BindRequest) -> R
         g.addr = req.addr;
         g.length = req.length;
         g.access = req.access;
-        g.qpn = qpn;
+        g.qp = qp;
         core::mem::replace(&mut g.mr, mr)
     };
     if let Some(old) = old {
@@ -226,14 +233,14 @@ pub(crate) fn invalidate(dev: &RrxeDevice, pd: PdId, key: u32) -> Result<(), ()>
     Ok(())
 }
 
-/// The MR behind window `key` for `access` to `len` bytes at `va` by QP `qpn` of `pd`: the
+/// The MR behind window `key` for `access` to `len` bytes at `va` by QP `qp` of `pd`: the
 /// key must match a valid window of the QP's PD (and, for type 2, bound through this QP),
 /// granting the right, with the range inside the window and its MR (IBA 10.6.7.1,
 /// C10-10 .. C10-13). The caller moves bytes through the returned MR at `va`.
 pub(crate) fn resolve(
     dev: &RrxeDevice,
     pd: PdId,
-    qpn: u32,
+    qp: QpIncarnation,
     key: u32,
     va: u64,
     len: usize,
@@ -248,7 +255,7 @@ pub(crate) fn resolve(
         let need = access.required();
         if g.key != key
             || !g.valid
-            || (mw.type2 && g.qpn != qpn)
+            || (mw.type2 && g.qp != qp)
             || g.access & need != need
             || region::offset_in(g.addr, g.length, va, u64::try_from(len).ok()?).is_none()
         {

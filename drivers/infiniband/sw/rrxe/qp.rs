@@ -29,7 +29,7 @@ use crate::transport::qp::{
 use crate::wq::{RecvRing, RqPoster, SendRing, Service, SqPoster};
 use crate::Rrxe;
 use core::cell::RefCell;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -177,6 +177,25 @@ pub(crate) struct QpContext {
     access: u32,
     sqd_notify: bool,
     tx: KVec<u8>,
+    /// This QP's incarnation (see [`QpIncarnation`]).
+    incarnation: QpIncarnation,
+}
+
+/// Identifies one QP for its whole life, unlike its number, which a later QP may reuse
+/// once it is destroyed: a type 2 memory window remembers the QP it was bound through
+/// (IBA 10.6.7.2.2), and no successor holding the same number may use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QpIncarnation(u64);
+
+impl QpIncarnation {
+    /// An incarnation no QP has.
+    pub(crate) const NONE: Self = Self(0);
+
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // 64 bits: creating a QP per nanosecond would take centuries to wrap.
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 impl TaskOwner for QpShared {
@@ -297,6 +316,7 @@ pub(crate) fn create(
         access: 0,
         sqd_notify: false,
         tx,
+        incarnation: QpIncarnation::next(),
     };
     let rx = RxQueue::new()?;
     let shared = Arc::pin_init(
@@ -577,7 +597,7 @@ impl QpContext {
         req: &ModifyQp,
     ) -> core::result::Result<(), crate::transport::qp::ModifyError> {
         let dev = self.qp.device().data();
-        let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), self.qp.qpn(), &self.sq, &self.rq);
+        let mem_ctx = QpMemory::new(dev, self.qp.pd_id(), self.incarnation, &self.sq, &self.rq);
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
         let mut mem = mem_ctx;
@@ -596,7 +616,7 @@ impl QpContext {
         self.sq.get_mut().snapshot();
         let mut sqv = SqView(&self.sq);
         let mut rqv = RqView(&self.rq);
-        let mut mem = QpMemory::new(dev, self.qp.pd_id(), self.qp.qpn(), &self.sq, &self.rq);
+        let mut mem = QpMemory::new(dev, self.qp.pd_id(), self.incarnation, &self.sq, &self.rq);
         // The engine borrows the queues and memory for one call at a time.
         macro_rules! io {
             () => {
