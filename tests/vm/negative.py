@@ -12,8 +12,11 @@ Where the rxe provider decides (it validates send WRs and writes both rings in u
 then rings the send doorbell, a POST_SEND command with no WRs; receives have no system call
 at all), the row says so: those errnos are the provider's, not the kernel's.
 """
+import ctypes
 import errno
+import mmap
 import os
+import struct
 import sys
 import time
 import traceback
@@ -21,7 +24,7 @@ import traceback
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE, SendWR
@@ -739,6 +742,133 @@ row("post_recv with max_recv_sge + 1 SGEs -> EINVAL (provider)", too_many_recv_s
 row("post_send with inline data of max_inline_data + 1 bytes -> EINVAL (provider)",
     too_much_inline)
 row("control: exactly max_send_sge and max_recv_sge SGEs carry the message", max_sges_work)
+
+# --- Reregister Memory Region (IBA 11.2.8.2) through the raw uverbs command: the rxe
+# provider has no ibv_rereg_mr (EOPNOTSUPP in userspace), so the test writes
+# IB_USER_VERBS_CMD_REREG_MR (struct ib_uverbs_rereg_mr) to the context's command fd. The
+# MR keeps its handle; its keys come back in the response. ---
+
+CMD_REREG_MR = 11
+REREG_TRANS, REREG_PD, REREG_ACCESS = 1, 2, 4
+
+
+def rereg(mr, flags, pd=None, start=0, length=0, hca_va=0, access=0):
+    """Returns the new (lkey, rkey); raises OSError with the command's errno."""
+    resp = ctypes.create_string_buffer(8)
+    body = struct.pack("=QIIQQQII", ctypes.addressof(resp), mr.handle, flags, start, length,
+                       hca_va, pd.handle if pd else 0, access)
+    hdr = struct.pack("=IHH", CMD_REREG_MR, (8 + len(body)) // 4, len(resp) // 4)
+    os.write(ctx.cmd_fd, hdr + body)
+    return struct.unpack("=II", resp.raw)
+
+
+def write_ok(p, rkey, addr, data):
+    src = p.mr()
+    src.write(data, len(data))
+    p.a.post_send(rdma_wr(e.IBV_WR_RDMA_WRITE, SGE(src.buf, len(data), src.lkey), rkey, addr))
+    return poll(p.cq_a)[0].status
+
+
+def rereg_access_add():
+    p = Pair()
+    dst = p.mr(e.IBV_ACCESS_LOCAL_WRITE)
+    old = dst.rkey
+    lkey, rkey = rereg(dst, REREG_ACCESS, access=e.IBV_ACCESS_LOCAL_WRITE
+                       | e.IBV_ACCESS_REMOTE_WRITE)
+    # The new registration has new keys (IBA 11.2.8.2 returns them); the old ones are dead.
+    assert rkey != old and lkey == rkey, (hex(old), hex(lkey), hex(rkey))
+    st = write_ok(p, rkey, dst.buf, b"rereg-access")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+    assert dst.read(12, 0) == b"rereg-access"
+    p = Pair()
+    st = write_ok(p, old, dst.buf, b"x")
+    assert st == e.IBV_WC_REM_ACCESS_ERR, wc_name(st)
+
+
+def rereg_access_drop():
+    p = Pair()
+    dst = p.mr()
+    _, rkey = rereg(dst, REREG_ACCESS, access=e.IBV_ACCESS_LOCAL_WRITE
+                    | e.IBV_ACCESS_REMOTE_READ)
+    st = write_ok(p, rkey, dst.buf, b"x")
+    assert st == e.IBV_WC_REM_ACCESS_ERR, wc_name(st)
+
+
+def rereg_pd():
+    p = Pair()
+    pd2 = PD(ctx)
+    dst = p.mr(pd=pd2)
+    st = write_ok(p, dst.rkey, dst.buf, b"x")
+    assert st == e.IBV_WC_REM_ACCESS_ERR, wc_name(st)
+    p = Pair()
+    _, rkey = rereg(dst, REREG_PD, pd=p.pd)
+    st = write_ok(p, rkey, dst.buf, b"rereg-pd")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+    assert dst.read(8, 0) == b"rereg-pd"
+    dst.close()
+    pd2.close()
+
+
+def rereg_trans():
+    p = Pair()
+    dst = p.mr()
+    dst.write(b"\0" * 16, 16)
+    buf = mmap.mmap(-1, 2 * MSG)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    # A new range with an iova of our choosing (same page offset, as the core requires).
+    iova = 0x7e57000000 + 0x100
+    _, rkey = rereg(dst, REREG_TRANS, start=addr + 0x100, length=MSG, hca_va=iova)
+    st = write_ok(p, rkey, iova + MSG - 11, b"rereg-trans")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+    assert buf[0x100 + MSG - 11:0x100 + MSG] == b"rereg-trans"
+    assert dst.read(16, 0) == b"\0" * 16
+    # The new range is the MR: one byte past it is out of bounds.
+    p = Pair()
+    st = write_ok(p, rkey, iova + MSG - 10, b"rereg-trans")
+    assert st == e.IBV_WC_REM_ACCESS_ERR, wc_name(st)
+    dst.close()
+
+
+def rereg_bad(flags, errno_, **kw):
+    p = Pair()
+    dst = p.mr()
+    fails_with(lambda: rereg(dst, flags, **kw), errno_)
+    # A refused reregistration leaves the MR as it was.
+    st = write_ok(p, dst.rkey, dst.buf, b"still")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+
+
+def rereg_with_window():
+    p = Pair()
+    dst = p.mr(ALL_REMOTE | e.IBV_ACCESS_MW_BIND)
+    mw = MW(p.pd, e.IBV_MW_TYPE_2)
+    wr = SendWR(opcode=e.IBV_WR_BIND_MW)
+    wr.set_bind_wr(mw, MWBindInfo(dst, dst.buf, MSG, e.IBV_ACCESS_REMOTE_WRITE))
+    p.b.post_send(wr)
+    expect_wc(p.cq_b, e.IBV_WC_SUCCESS)
+    # IBA 11.2.8.2 / rdma_rxe's num_mw: not while a window is bound to it.
+    fails_with(lambda: rereg(dst, REREG_ACCESS, access=ALL_REMOTE), errno.EINVAL)
+    st = write_ok(p, dst.rkey, dst.buf, b"still")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+    mw.close()
+    _, rkey = rereg(dst, REREG_ACCESS, access=ALL_REMOTE)
+    st = write_ok(p, rkey, dst.buf, b"after")
+    assert st == e.IBV_WC_SUCCESS, wc_name(st)
+
+
+row("rereg_mr ACCESS adds REMOTE_WRITE: new keys, a Write with them lands, the old R_Key "
+    "gets REM_ACCESS_ERR", rereg_access_add)
+row("rereg_mr ACCESS drops REMOTE_WRITE: a Write with the new R_Key gets REM_ACCESS_ERR",
+    rereg_access_drop)
+row("rereg_mr PD: an MR of another PD moved to the QP's PD takes a Write", rereg_pd)
+row("rereg_mr TRANS: a new buffer and iova; a Write lands there, not in the old buffer; "
+    "bounds are the new length", rereg_trans)
+row("rereg_mr with no flags -> EINVAL (core); the MR unchanged", rereg_bad, 0, errno.EINVAL)
+row("rereg_mr with unknown flag 8 -> EOPNOTSUPP (core)", rereg_bad, 8, errno.EOPNOTSUPP)
+row("rereg_mr TRANS with iova and address at different page offsets -> EINVAL (core)",
+    rereg_bad, REREG_TRANS, errno.EINVAL, start=0x10000, length=MSG, hca_va=0x10008)
+row("rereg_mr while a type 2 window is bound -> EINVAL; after dealloc_mw it succeeds",
+    rereg_with_window)
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
