@@ -524,8 +524,9 @@ def post_in_err():
 
 row("post_recv then post_send in ERR: both flushed with WR_FLUSH_ERR", post_in_err)
 
-# --- remote access errors: IBA 9.7.5.2.4 NAK Remote Access Error, completed with
-# REM_ACCESS_ERR (C10-?); the requester's QP goes to ERR and later WRs flush ---
+# --- remote access errors: an R_Key, bounds or rights violation is answered with a Remote
+# Access Error NAK (IBA 9.7.5.2) and completes with REM_ACCESS_ERR; the requester's QP goes
+# to ERR and later WRs flush ---
 
 
 def remote_error(build, status=e.IBV_WC_REM_ACCESS_ERR, mr_access=ALL_REMOTE, other_pd=False):
@@ -665,7 +666,7 @@ def too_long():
 
 row("Send of 2^31 + 8 bytes (above max_msg_sz) -> LOC_LEN_ERR", too_long)
 
-# --- errors on the responder's receive WQE (IBA 9.7.5.2.x: Invalid Request NAK for a
+# --- errors on the responder's receive WQE (IBA 9.7.5.2: Invalid Request NAK for a
 # message longer than the receive buffer; Remote Operational Error for a receive WQE the
 # responder cannot use) ---
 

@@ -324,8 +324,8 @@ pub(crate) fn rereg_user(dev: &Device<Rrxe>, mr: &RrxeMr, req: &MrRereg) -> Resu
     iova.checked_add(length).ok_or(EINVAL)?;
     // Pinned first: a failure here leaves `mr` untouched.
     let umem = Umem::get(dev, addr, length, access)?;
-    // IBA 11.2.8.2 (as C10-? for deregistration): an MR with bound windows cannot be
-    // reregistered; rdma_rxe refuses deregistration the same way (`num_mw`).
+    // An MR with bound windows cannot be reregistered, as it cannot be deregistered (IBA
+    // 10.6.7.3): the windows would reach memory the MR no longer describes.
     old.valid.store(false, Ordering::SeqCst);
     if old.windows.load(Ordering::SeqCst) != 0 {
         old.valid.store(true, Ordering::SeqCst);
