@@ -9,8 +9,8 @@ use crate::glue::net::{self, RxHandler, RxPacket, TunnelRef};
 use crate::glue::netdev::NetDevice;
 use crate::glue::qp::{AddressVector, Ah, Qp, QpInit, QpModify, QpQuery, QpRef, RecvWr, SendWr};
 use crate::glue::rdma::{
-    find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, PdId, PortAttr,
-    PortEvent, PortImmutable, UData, WorkCompletion,
+    find_rx_state, ibdev_print, Cq, CqInit, Device, DeviceAttr, Driver, LinkLayer, MrRereg, PdId,
+    PortAttr, PortEvent, PortImmutable, UData, WorkCompletion,
 };
 use crate::glue::srq::{Srq, SrqAttr, SrqModify, SrqRef};
 use crate::glue::stats::{CounterDescs, CounterNames};
@@ -505,6 +505,10 @@ impl Driver for Rrxe {
         access: i32,
     ) -> Result<(RrxeMr, u32)> {
         mr::dma(dev.data(), pd, memory, access)
+    }
+
+    fn rereg_user_mr(dev: &Device<Self>, mr: &RrxeMr, req: &MrRereg) -> Result<(RrxeMr, u32)> {
+        mr::rereg_user(dev, mr, req)
     }
 
     fn dereg_mr(dev: &Device<Self>, mr: &RrxeMr) -> Result {

@@ -14,11 +14,12 @@
 
 use crate::device::RrxeDevice;
 use crate::glue::bindings as b;
-use crate::glue::rdma::PdId;
+use crate::glue::rdma::{Device, MrRereg, PdId};
 use crate::glue::umem::{KernelMemory, MemError, Umem};
 use crate::params;
 use crate::transport::qp::memory::AtomicOp;
 use crate::transport::region;
+use crate::Rrxe;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -306,6 +307,33 @@ pub(crate) fn reg_user(
     // The MR's address range must not wrap around.
     iova.checked_add(length).ok_or(EINVAL)?;
     register(dev, pd, Memory::User(umem), iova, length, access)
+}
+
+/// Reregisters user MR `mr` (IBA 11.2.8.2) as a new registration: new keys (a fresh table
+/// index, so the core's destruction of `mr` afterwards cannot take the new MR's entry), the
+/// memory pinned again for the (new) rights. `mr` is invalid from then on; on failure it is
+/// left as it was. Process context, in the registering process.
+pub(crate) fn rereg_user(dev: &Device<Rrxe>, mr: &RrxeMr, req: &MrRereg) -> Result<(RrxeMr, u32)> {
+    let old = &mr.state;
+    // Only user MRs come through uverbs; a DMA MR has no translation to keep.
+    let Memory::User(umem) = &old.memory else {
+        return Err(EINVAL);
+    };
+    let access = req.access.unwrap_or(old.access as i32);
+    let (addr, length, iova) = req.trans.unwrap_or((umem.address(), old.length, old.iova));
+    iova.checked_add(length).ok_or(EINVAL)?;
+    // Pinned first: a failure here leaves `mr` untouched.
+    let umem = Umem::get(dev, addr, length, access)?;
+    // An MR with bound windows cannot be reregistered, as it cannot be deregistered (IBA
+    // 10.6.7.3): the windows would reach memory the MR no longer describes.
+    old.valid.store(false, Ordering::SeqCst);
+    if old.windows.load(Ordering::SeqCst) != 0 {
+        old.valid.store(true, Ordering::SeqCst);
+        return Err(EINVAL);
+    }
+    register(dev.data(), req.pd, Memory::User(umem), iova, length, access).inspect_err(|_| {
+        old.valid.store(true, Ordering::SeqCst);
+    })
 }
 
 /// Creates the all-memory MR of a kernel PD.

@@ -12,7 +12,7 @@ use crate::cq;
 use crate::device::{DeviceShared, RrxeDevice, PORT};
 use crate::glue::net::{self, RxPacket};
 use crate::glue::qp::{
-    AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef,
+    transition_is_ok, AddressVector, Qp, QpCaps, QpEvent, QpInit, QpKind, QpModify, QpQuery, QpRef,
 };
 use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::rdma::{eopnotsupp, Device, UData, WcFields};
@@ -467,6 +467,10 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, m: &QpModify) -> Result {
         if state_from_ib(cur) != Some(current) {
             return Err(EINVAL);
         }
+    }
+    let next = m.state.unwrap_or(state_to_ib(current));
+    if !transition_is_ok(state_to_ib(current), next, st.kind, m.mask) {
+        return Err(EINVAL);
     }
     if m.port.is_some_and(|p| p != PORT) {
         return Err(EINVAL);

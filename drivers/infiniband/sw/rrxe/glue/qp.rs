@@ -164,6 +164,23 @@ pub(crate) struct QpModify {
     pub(crate) cap: Option<QpCaps>,
     /// IB_QP_DEST_QPN.
     pub(crate) dest_qpn: Option<u32>,
+    /// The raw `enum ib_qp_attr_mask`, for [`transition_is_ok`].
+    pub(crate) mask: u32,
+}
+
+/// Whether IBA 10.3.1 allows `cur` to `next` (`enum ib_qp_state`) for a QP of `kind` with
+/// exactly the attributes in `mask`: every one the transition requires (IBA 11.2.4.2), none
+/// outside those it allows. This is the core's table, `ib_modify_qp_is_ok()`, which uverbs
+/// leaves to the provider to consult.
+pub(crate) fn transition_is_ok(cur: u32, next: u32, kind: QpKind, mask: u32) -> bool {
+    let qp_type = match kind {
+        QpKind::Rc => bindings::ib_qp_type_IB_QPT_RC,
+        QpKind::Uc => bindings::ib_qp_type_IB_QPT_UC,
+        QpKind::Ud => bindings::ib_qp_type_IB_QPT_UD,
+        QpKind::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+    };
+    // SAFETY: a pure function of its arguments; it bounds-checks both states itself.
+    unsafe { bindings::ib_modify_qp_is_ok(cur, next, qp_type, mask) }
 }
 
 /// Mask bits rrxe does not implement: alternate paths and migration state (automatic path
@@ -210,6 +227,7 @@ impl QpModify {
                 .then_some(attr.max_dest_rd_atomic),
             cap: has(bindings::ib_qp_attr_mask_IB_QP_CAP).then_some(caps_from_raw(&attr.cap)),
             dest_qpn: opt(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN, attr.dest_qp_num),
+            mask,
         })
     }
 }

@@ -164,6 +164,10 @@ pub(crate) trait Driver: Sized + 'static {
         memory: KernelMemory,
         access: i32,
     ) -> Result<(Self::Mr, u32)>;
+    /// Reregisters user MR `mr` (IBA 11.2.8.2) as `req` asks: returns the MR replacing it,
+    /// with its key. The core then destroys `mr` (`dereg_mr`), which must succeed; on
+    /// failure `mr` stays as it was.
+    fn rereg_user_mr(dev: &Device<Self>, mr: &Self::Mr, req: &MrRereg) -> Result<(Self::Mr, u32)>;
     /// Destroys an MR; on failure the MR stays as it was and the core keeps it.
     fn dereg_mr(dev: &Device<Self>, mr: &Self::Mr) -> Result;
     /// Creates a memory window of type 1 (`type2` false) or 2 in protection domain `pd`;
@@ -694,6 +698,7 @@ impl<T: Driver> DeviceRegistry<T> {
             req_notify_cq: Some(Self::req_notify_cq),
             reg_user_mr: Some(Self::reg_user_mr),
             get_dma_mr: Some(Self::get_dma_mr),
+            rereg_user_mr: Some(Self::rereg_user_mr),
             dereg_mr: Some(Self::dereg_mr),
             alloc_mw: Some(Self::alloc_mw),
             dealloc_mw: Some(Self::dealloc_mw),
@@ -899,6 +904,48 @@ impl<T: Driver> DeviceRegistry<T> {
             T::reg_user_mr(dev, pd, umem, iova, length, access)
         })
         .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on an MR of driver `T`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn rereg_user_mr(
+        ibmr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        ibpd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: uverbs holds the MR's uobject for writing (no dereg or other rereg runs)
+        // and passes a live PD of the same device (the MR's own without IB_MR_REREG_PD);
+        // the MR came from `new_mr`, which initialised its data and its iova and length.
+        let (data, dev, old_iova, old_length) = unsafe {
+            (
+                (*ibmr.cast::<Mr<T>>()).data.assume_init_ref(),
+                Device::<T>::from_raw((*ibmr).device),
+                (*ibmr).iova,
+                (*ibmr).length,
+            )
+        };
+        let flags = flags as u32;
+        let trans = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0;
+        let req = MrRereg {
+            pd: PdId::from_raw(ibpd),
+            trans: trans.then_some((start, length, iova)),
+            access: (flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0).then_some(access),
+        };
+        let (iova, length) = if trans {
+            (iova, length)
+        } else {
+            (old_iova, old_length)
+        };
+        // A new MR: the core gives it the uobject and destroys the old one.
+        Self::new_mr(iova, length, || T::rereg_user_mr(dev, data, &req))
+            .unwrap_or_else(|e| e.to_ptr())
     }
 
     /// # Safety
@@ -1388,6 +1435,17 @@ impl<D> Object<bindings::ib_cq, D> {
             }
         }
     }
+}
+
+/// A Reregister Memory Region request (IBA 11.2.8.2, `ib_uverbs_rereg_mr`), after the
+/// core's checks (known flags, at least one; the new access flags; the iova's page offset).
+pub(crate) struct MrRereg {
+    /// Protection domain of the new registration: the MR's own unless IB_MR_REREG_PD.
+    pub(crate) pd: PdId,
+    /// IB_MR_REREG_TRANS: the new user address, length and iova.
+    pub(crate) trans: Option<(u64, u64, u64)>,
+    /// IB_MR_REREG_ACCESS: the new `IB_ACCESS_*` flags.
+    pub(crate) access: Option<i32>,
 }
 
 /// A memory region (`struct ib_mr`) and the driver's state for it.

@@ -137,6 +137,13 @@ impl Umem {
         Ok(umem)
     }
 
+    /// The user address of its first byte, as pinned.
+    pub(crate) fn address(&self) -> u64 {
+        // SAFETY: `raw` is a valid umem until `self` is dropped; ib_umem_get set `address`
+        // and nothing writes it afterwards.
+        unsafe { (*self.raw.as_ptr()).address as u64 }
+    }
+
     /// The in-bounds page chunks of `len` bytes at `offset`.
     fn chunks(
         &self,

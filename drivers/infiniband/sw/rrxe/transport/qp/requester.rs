@@ -29,6 +29,8 @@ use super::stats::{QpStats, TransportEvent};
 use super::wqe::{SendFlags, SendOpcode, SendWqe};
 use super::{Fault, Io, QpAttrs, QpState, QpType, Transmit};
 
+/// Largest message a connected QP sends (IBA 9.4: 2^31 bytes).
+pub const MAX_MESSAGE: u32 = 1 << 31;
 /// Send WQEs the engine tracks between starting and retiring them; a full
 /// table holds new WQEs back.
 pub const MAX_INFLIGHT_WQES: usize = 64;
@@ -403,6 +405,9 @@ impl Requester {
                 (wqe.length > mtu).then_some(WcStatus::LocLenErr)
             }
             (QpType::Ud, _) => Some(WcStatus::LocQpOpErr),
+            // IBA 9.4 (and the device's max_msg_sz): a message is at most 2^31 bytes; a
+            // longer one is a local length error before any byte is read.
+            _ if wqe.length > MAX_MESSAGE => Some(WcStatus::LocLenErr),
             _ => None,
         };
         let limited = rc && wqe.opcode.consumes_recv_wqe() && !self.has_credit_for_one_more();

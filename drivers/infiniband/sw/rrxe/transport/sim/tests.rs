@@ -957,6 +957,29 @@ fn remote_access_error_completes_and_flushes() {
 }
 
 #[test]
+fn message_above_two_gib_is_a_local_length_error() {
+    let mut p = Pair::connect(Setup::rc(), 7, Link::PERFECT);
+    p.nodes[B].post_recv(0, 100);
+    let huge = SendWqe {
+        wr_id: 1,
+        length: (1 << 31) + 8,
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    // The sim's memory is never reached: the length is refused first.
+    p.nodes[A].post_send(huge, vec![]);
+    p.run_until(100_000, |p| !p.nodes[A].send_completions().is_empty());
+    let c: Vec<_> = p.nodes[A]
+        .send_completions()
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(c, [(1, WcStatus::LocLenErr)]);
+    assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+    assert!(p.nodes[B].recv_completions().is_empty());
+}
+
+#[test]
 fn modify_to_error_flushes_both_queues() {
     let mut p = Pair::connect(Setup::rc(), 8, Link::PERFECT);
     p.links[A].loss = 1.0;
