@@ -1376,6 +1376,13 @@ impl PdId {
     pub(super) fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
         Self(ibpd as usize)
     }
+
+    /// An identity no PD has (no PD lives at address 0), for the MR self-test's
+    /// wrong-PD checks.
+    #[cfg(rrxe_selftest)]
+    pub(crate) fn none() -> Self {
+        Self(0)
+    }
 }
 
 /// A memory window (`struct ib_mw`) and the driver's state for it.
