@@ -8,6 +8,13 @@
 //! as it works on the memory. Deregistration takes the MR out of the table and marks it
 //! invalid; the pinned pages go when the last reference does.
 //!
+//! Fast-register MRs (kernel ULPs: `ib_alloc_mr`, `ib_map_mr_sg`, `IB_WR_REG_MR`) stay in the
+//! table from allocation to deregistration and alternate between free and valid: a Fast
+//! Register WQE validates one under a new key, a Local Invalidate or a Send with Invalidate
+//! frees it. While free, `lookup` does not find it, so every access through its keys fails as
+//! for an unknown key (a Remote Access Error NAK to a peer, a local protection error for an
+//! SGE).
+//!
 //! Dropping the last reference to a user MR unpins its pages (`ib_umem_release`), which may
 //! sleep: the data path must drop the references it holds in process context (it runs in a
 //! work item), never in softirq or with a spinlock held.
@@ -235,7 +242,7 @@ impl MrState {
         }
     }
 
-    /// The offset of `len` bytes at `va` in a user MR.
+    /// The offset of `len` bytes at `va` in a user or fast-register MR.
     fn offset(&self, va: u64, len: usize) -> Result<usize, MrError> {
         let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
         let offset =
