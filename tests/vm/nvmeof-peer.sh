@@ -3,15 +3,18 @@
 # NVMe over Fabrics (RDMA), side B: an nvmet target exporting /dev/ram0 on rrxe0 over eth0,
 # and a small TCP control (port 4795) through which side A (tests/vm/nvmeof.sh) learns the
 # target is up and has B check the bytes its writes left on the RAM disk. TAP output.
+# NVMEOF_TARGET_MOD=rdma_rxe serves from rdma_rxe's rxe0 instead (interoperability).
 set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
 nqn=nqn.2014-08.org.rrxe:ram0
 cfg=/sys/kernel/config/nvmet
-tap_begin "rrxe NVMe over Fabrics, target side"
-check "modprobe rrxe" modprobe rrxe
+MOD=${NVMEOF_TARGET_MOD:-rrxe}
+DEV=${MOD#rdma_}0
+tap_begin "rrxe NVMe over Fabrics, target side ($DEV)"
+check "modprobe $MOD" modprobe "$MOD"
 ip link set eth0 up
-check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+check "rdma link add $DEV type ${MOD#rdma_} netdev eth0" rdma link add "$DEV" type "${MOD#rdma_}" netdev eth0
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 check "configfs has nvmet" test -d "$cfg"
 setup_target() {
@@ -53,8 +56,7 @@ sys.exit(1)
 PY
 }
 check "served side A to the end" serve
-counters=$(rdma statistic show link rrxe0/1)
-echo "$counters" | sed 's/^/# /'
+rdma statistic show link "$DEV/1" | sed 's/^/# /'
 remove_target() {
 	rm "$cfg/ports/1/subsystems/$nqn" &&
 		rmdir "$cfg/ports/1" &&
@@ -63,6 +65,6 @@ remove_target() {
 		rmdir "$cfg/subsystems/$nqn"
 }
 check "nvmet target removed" remove_target
-check "rdma link delete rrxe0" rdma link delete rrxe0
-check "rmmod rrxe" rmmod rrxe
+check "rdma link delete $DEV" rdma link delete "$DEV"
+check "rmmod $MOD" rmmod "$MOD"
 tap_end
