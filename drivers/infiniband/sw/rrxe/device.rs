@@ -36,7 +36,7 @@ pub(crate) const PORT: u32 = 1;
 /// Port counters. The `wire_*` ones count packets dropped before they could be matched
 /// to a device (bad ICRC, truncated or malformed IP/UDP, no device on the netdev): they
 /// are the same on every rrxe device of the host.
-static COUNTER_NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT }> =
+static COUNTER_NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS }> =
     CounterNames::new([
         c_str!("sent_pkts"),
         c_str!("rcvd_pkts"),
@@ -64,10 +64,17 @@ static COUNTER_NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT }> =
         c_str!("duplicate_requests"),
         c_str!("out_of_seq_requests"),
         c_str!("duplicate_responses"),
+        // Memory management extensions, after the transport events.
+        c_str!("fast_reg_mrs"),
+        c_str!("local_invalidates"),
+        c_str!("remote_invalidates"),
     ]);
 
 /// Counters before the transport events in [`COUNTER_NAMES`].
 const PORT_COUNTERS: usize = 12;
+
+/// Counters after the transport events in [`COUNTER_NAMES`].
+const MEM_COUNTERS: usize = 3;
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
@@ -115,6 +122,12 @@ pub(crate) struct Counters {
     pub(crate) tx_no_path: Counter,
     /// The QPs' transport events (retries, NAKs, duplicates), by [`TransportEvent`].
     pub(crate) transport: [Counter; TransportEvent::COUNT],
+    /// Fast Register WQEs executed (an MR became valid).
+    pub(crate) fast_reg_mrs: Counter,
+    /// Local Invalidate WQEs executed (an MR or window became free).
+    pub(crate) local_invalidates: Counter,
+    /// Send with Invalidate messages that invalidated an R_Key of ours.
+    pub(crate) remote_invalidates: Counter,
 }
 
 impl Counters {
@@ -360,10 +373,15 @@ impl Driver for Rrxe {
             wire.rx_no_device,
         ];
         let transport = c.transport.iter().map(Counter::get);
-        for (v, a) in values
-            .iter_mut()
-            .zip(Iterator::chain(all.into_iter(), transport))
-        {
+        let mem = [
+            c.fast_reg_mrs.get(),
+            c.local_invalidates.get(),
+            c.remote_invalidates.get(),
+        ];
+        for (v, a) in values.iter_mut().zip(Iterator::chain(
+            Iterator::chain(all.into_iter(), transport),
+            mem,
+        )) {
             *v = a;
         }
     }
@@ -379,7 +397,10 @@ impl Driver for Rrxe {
                 | b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
                 | b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
                 | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-                | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B)
+                | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
+                // Fast Register and Local/Remote Invalidate: kernel ULPs (nvme-rdma, iSER,
+                // NFS/RDMA) refuse devices without them.
+                | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS)
                 as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,
@@ -404,6 +425,7 @@ impl Driver for Rrxe {
             max_srq_wr: srq::MAX_SRQ_WR as i32,
             max_srq_sge: srq::MAX_SRQ_SGE as i32,
             page_size_cap: params::PAGE_SIZE_CAP,
+            max_fast_reg_page_list_len: params::MAX_FAST_REG_PAGES,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..Default::default()
         };
@@ -509,6 +531,23 @@ impl Driver for Rrxe {
 
     fn rereg_user_mr(dev: &Device<Self>, mr: &RrxeMr, req: &MrRereg) -> Result<(RrxeMr, u32)> {
         mr::rereg_user(dev, mr, req)
+    }
+
+    fn alloc_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        max_num_sg: u32,
+    ) -> Result<(RrxeMr, u32)> {
+        mr::alloc_fast(dev.data(), pd, memory, max_num_sg)
+    }
+
+    fn map_mr_begin(mr: &RrxeMr, page_size: u32) -> Result {
+        mr::map_begin(mr, page_size)
+    }
+
+    fn map_mr_page(mr: &RrxeMr, addr: u64) -> Result {
+        mr::map_page(mr, addr)
     }
 
     fn dereg_mr(dev: &Device<Self>, mr: &RrxeMr) -> Result {

@@ -101,14 +101,14 @@ impl<'a> QpMemory<'a> {
 
 impl QpMemory<'_> {
     /// Invalidates `key` for a Local Invalidate or a Send with Invalidate (IBA 10.6.6,
-    /// 10.6.7.2.5). Only type 2 windows can be: MRs registered through the verbs
-    /// (user and DMA MRs) are not invalidatable (o10-32: Send with Invalidate of such an
-    /// R_Key is an invalid request), and rrxe offers no fast-register MRs yet.
+    /// 10.6.7.2.5). Only type 2 windows and fast-register MRs can be: MRs registered
+    /// through the verbs (user and DMA MRs) are not invalidatable (o10-32: Send with
+    /// Invalidate of such an R_Key is an invalid request).
     fn invalidate_key(&self, key: u32) -> Result<(), ()> {
         if mw::is_mw_key(key) {
             mw::invalidate(self.dev, self.pd, key)
         } else {
-            Err(())
+            mr::invalidate(self.dev, self.pd, key)
         }
     }
 }
@@ -215,7 +215,9 @@ impl Memory for QpMemory<'_> {
 
     fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
         self.invalidate_key(rkey)
-            .map_err(|()| RemoteError::InvalidRequest)
+            .map_err(|()| RemoteError::InvalidRequest)?;
+        self.dev.shared().counters.remote_invalidates.inc();
+        Ok(())
     }
 
     fn local_operation(&mut self, sq_index: u32, wqe: &SendWqe) -> Result<(), LocalError> {
@@ -224,7 +226,17 @@ impl Memory for QpMemory<'_> {
             SendOpcode::Local(local::LOCAL_INV) => {
                 let key = sq.invalidate_rkey(sq_index);
                 drop(sq);
-                self.invalidate_key(key).map_err(|()| LocalError::Operation)
+                self.invalidate_key(key)
+                    .map_err(|()| LocalError::Operation)?;
+                self.dev.shared().counters.local_invalidates.inc();
+                Ok(())
+            }
+            SendOpcode::Local(local::REG_MR) => {
+                let req = sq.fast_reg_request(sq_index);
+                drop(sq);
+                mr::fast_register(self.dev, self.pd, &req).map_err(|()| LocalError::Operation)?;
+                self.dev.shared().counters.fast_reg_mrs.inc();
+                Ok(())
             }
             SendOpcode::Local(local::BIND_MW) => {
                 let req = sq.bind_request(sq_index);

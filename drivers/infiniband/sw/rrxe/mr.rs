@@ -8,6 +8,13 @@
 //! as it works on the memory. Deregistration takes the MR out of the table and marks it
 //! invalid; the pinned pages go when the last reference does.
 //!
+//! Fast-register MRs (kernel ULPs: `ib_alloc_mr`, `ib_map_mr_sg`, `IB_WR_REG_MR`) stay in the
+//! table from allocation to deregistration and alternate between free and valid: a Fast
+//! Register WQE validates one under a new key, a Local Invalidate or a Send with Invalidate
+//! frees it. While free, `lookup` does not find it, so every access through its keys fails as
+//! for an unknown key (a Remote Access Error NAK to a peer, a local protection error for an
+//! SGE).
+//!
 //! Dropping the last reference to a user MR unpins its pages (`ib_umem_release`), which may
 //! sleep: the data path must drop the references it holds in process context (it runs in a
 //! work item), never in softirq or with a spinlock held.
@@ -20,7 +27,7 @@ use crate::params;
 use crate::transport::qp::memory::AtomicOp;
 use crate::transport::region;
 use crate::Rrxe;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -35,6 +42,24 @@ enum Memory {
     User(Umem),
     /// All of kernel memory (a DMA MR): addresses are kernel virtual addresses.
     Kernel(KernelMemory),
+    /// A fast-register MR of a kernel PD (the IBA base memory management extensions): a
+    /// list of kernel pages set by `map_mr_sg`, which a Fast Register WQE makes reachable
+    /// at an iova of the consumer's choosing, until it is invalidated.
+    Fast(FastPages),
+}
+
+/// The page list of a fast-register MR.
+///
+/// rrxe is a virtual-DMA device (it registers without a DMA device, so the core's
+/// `ib_dma_*` helpers hand out kernel virtual addresses): each entry is the kernel address
+/// of one page of `1 << page_shift` bytes. Entries are written by `map_mr_sg` while the MR is
+/// free and published to the data path by the Fast Register WQE that validates it, hence
+/// atomics (the data path only reads them after seeing the MR valid).
+struct FastPages {
+    mem: KernelMemory,
+    pages: KVec<AtomicU64>,
+    npages: AtomicUsize,
+    page_shift: AtomicU32,
 }
 
 /// An access to MR memory, each needing its own right (IBA 10.6.3.1, 10.6.7).
@@ -97,15 +122,19 @@ impl From<MemError> for MrError {
 pub(crate) struct MrState {
     /// The protection domain the MR was registered in.
     pd: PdId,
-    /// `IB_ACCESS_*` flags it was registered with.
-    access: u32,
-    /// Address of its first byte in its own address space (user MRs).
-    iova: u64,
-    /// Length in bytes (user MRs).
-    length: u64,
-    /// Its L_Key and R_Key.
-    key: u32,
-    /// Cleared at deregistration; no new access may start afterwards.
+    /// `IB_ACCESS_*` flags it was registered with (a fast-register MR: of its last Fast
+    /// Register).
+    access: AtomicU32,
+    /// Address of its first byte in its own address space (user and fast-register MRs).
+    iova: AtomicU64,
+    /// Length in bytes (user and fast-register MRs).
+    length: AtomicU64,
+    /// Its L_Key and R_Key. The table index (upper 24 bits) never changes; a Fast Register
+    /// replaces the low byte, the consumer-owned key portion (`ib_update_fast_reg_key`), so a
+    /// stale R_Key of an earlier registration no longer matches.
+    key: AtomicU32,
+    /// Cleared at deregistration and by invalidation; no new access may start afterwards. A
+    /// fast-register MR is allocated free (clear) and set by a Fast Register WQE.
     valid: AtomicBool,
     /// Memory windows bound to it; it cannot be deregistered while any are (IBA 10.6.7.3:
     /// deregistering an MR with bound windows fails).
@@ -117,6 +146,19 @@ impl MrState {
     /// Whether it is still registered.
     pub(crate) fn is_valid(&self) -> bool {
         self.valid.load(Ordering::Acquire)
+    }
+
+    /// Its current L_Key and R_Key.
+    pub(crate) fn key(&self) -> u32 {
+        self.key.load(Ordering::Acquire)
+    }
+
+    fn iova(&self) -> u64 {
+        self.iova.load(Ordering::Relaxed)
+    }
+
+    fn length(&self) -> u64 {
+        self.length.load(Ordering::Relaxed)
     }
 
     /// Checks that an object of protection domain `pd` may make `access` to `len` bytes at
@@ -134,14 +176,16 @@ impl MrState {
         if pd != self.pd {
             return Err(MrError::Pd);
         }
-        if self.access & access.required() != access.required() {
+        if self.access() & access.required() != access.required() {
             return Err(MrError::Access);
         }
         let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
         match self.memory {
-            Memory::User(_) => region::offset_in(self.iova, self.length, va, len)
-                .map(|_| ())
-                .ok_or(MrError::Bounds),
+            Memory::User(_) | Memory::Fast(_) => {
+                region::offset_in(self.iova(), self.length(), va, len)
+                    .map(|_| ())
+                    .ok_or(MrError::Bounds)
+            }
             // All of memory: only a range wrapping around the address space is out.
             Memory::Kernel(_) => va.checked_add(len).map(|_| ()).ok_or(MrError::Bounds),
         }
@@ -154,14 +198,16 @@ impl MrState {
 
     /// Its `IB_ACCESS_*` flags.
     pub(crate) fn access(&self) -> u32 {
-        self.access
+        self.access.load(Ordering::Relaxed)
     }
 
     /// Whether `len` bytes at `va` lie inside it: a window may only be bound within its MR
     /// (IBA 10.6.7.2.4, C10-75).
     pub(crate) fn contains(&self, va: u64, len: u64) -> bool {
         match self.memory {
-            Memory::User(_) => region::offset_in(self.iova, self.length, va, len).is_some(),
+            Memory::User(_) | Memory::Fast(_) => {
+                region::offset_in(self.iova(), self.length(), va, len).is_some()
+            }
             Memory::Kernel(_) => va.checked_add(len).is_some(),
         }
     }
@@ -197,11 +243,54 @@ impl MrState {
         }
     }
 
-    /// The offset of `len` bytes at `va` in a user MR.
+    /// The offset of `len` bytes at `va` in a user or fast-register MR.
     fn offset(&self, va: u64, len: usize) -> Result<usize, MrError> {
         let len = u64::try_from(len).map_err(|_| MrError::Bounds)?;
-        let offset = region::offset_in(self.iova, self.length, va, len).ok_or(MrError::Bounds)?;
+        let offset =
+            region::offset_in(self.iova(), self.length(), va, len).ok_or(MrError::Bounds)?;
         usize::try_from(offset).map_err(|_| MrError::Bounds)
+    }
+
+    /// Calls `each(kaddr, at, n)` for the pieces of `len` bytes at `va` in a fast-register
+    /// MR: `n` bytes at kernel address `kaddr`, `at` bytes into the range. Pages need not be
+    /// contiguous, so a range crossing a page boundary comes in several pieces.
+    fn fast_pieces(
+        &self,
+        fast: &FastPages,
+        va: u64,
+        len: usize,
+        mut each: impl FnMut(u64, usize, usize) -> Result<(), MrError>,
+    ) -> Result<(), MrError> {
+        let offset = self.offset(va, len)? as u64;
+        let shift = fast.page_shift.load(Ordering::Relaxed);
+        let size = 1u64.checked_shl(shift).ok_or(MrError::Bounds)?;
+        let mask = size - 1;
+        // The first page holds the MR's first byte at the iova's offset in a page
+        // (`ib_sg_to_pages` stores page-aligned addresses and the exact iova).
+        let mut pos = (self.iova() & mask)
+            .checked_add(offset)
+            .ok_or(MrError::Bounds)?;
+        let npages = fast.npages.load(Ordering::Acquire);
+        let mut done = 0usize;
+        while done < len {
+            let index = usize::try_from(pos >> shift).map_err(|_| MrError::Bounds)?;
+            if index >= npages {
+                return Err(MrError::Bounds);
+            }
+            let page = fast.pages.get(index).ok_or(MrError::Bounds)?;
+            let in_page = pos & mask;
+            let n = usize::try_from(size - in_page)
+                .unwrap_or(usize::MAX)
+                .min(len - done);
+            let kaddr = page
+                .load(Ordering::Relaxed)
+                .checked_add(in_page)
+                .ok_or(MrError::Bounds)?;
+            each(kaddr, done, n)?;
+            done += n;
+            pos += n as u64;
+        }
+        Ok(())
     }
 
     /// Copies `dst.len()` bytes at `va` out of the MR (after [`MrState::check`]). Does not
@@ -210,6 +299,9 @@ impl MrState {
         match &self.memory {
             Memory::User(umem) => Ok(umem.copy_out(self.offset(va, dst.len())?, dst)?),
             Memory::Kernel(mem) => Ok(mem.copy_out(va, dst)?),
+            Memory::Fast(fast) => self.fast_pieces(fast, va, dst.len(), |kaddr, at, n| {
+                Ok(fast.mem.copy_out(kaddr, &mut dst[at..at + n])?)
+            }),
         }
     }
 
@@ -219,6 +311,9 @@ impl MrState {
         match &self.memory {
             Memory::User(umem) => Ok(umem.copy_in(self.offset(va, src.len())?, src)?),
             Memory::Kernel(mem) => Ok(mem.copy_in(va, src)?),
+            Memory::Fast(fast) => self.fast_pieces(fast, va, src.len(), |kaddr, at, n| {
+                Ok(fast.mem.copy_in(kaddr, &src[at..at + n])?)
+            }),
         }
     }
 
@@ -244,6 +339,16 @@ impl MrState {
         match &self.memory {
             Memory::User(umem) => Ok(umem.atomic(self.offset(va, 8)?, apply)?),
             Memory::Kernel(mem) => Ok(mem.atomic(va, apply)?),
+            Memory::Fast(fast) => {
+                // Pages are at least 4 KiB and the target 8-byte aligned: one piece, whose
+                // kernel address has the alignment of `va` (page addresses are aligned).
+                let mut kaddr = None;
+                self.fast_pieces(fast, va, 8, |a, _, n| {
+                    kaddr = (n == 8).then_some(a);
+                    Ok(())
+                })?;
+                Ok(fast.mem.atomic(kaddr.ok_or(MrError::Bounds)?, apply)?)
+            }
         }
     }
 }
@@ -253,7 +358,7 @@ impl MrState {
 /// process context (see the module documentation).
 pub(crate) fn lookup(dev: &RrxeDevice, key: u32) -> Option<Arc<MrState>> {
     let mr = dev.mrs().get(region::key_index(key))?;
-    (mr.key == key && mr.is_valid()).then_some(mr)
+    (mr.is_valid() && mr.key() == key).then_some(mr)
 }
 
 fn register(
@@ -271,11 +376,12 @@ fn register(
         MrState {
             pd,
             // Flags are a bit set; the sign bit is no access right.
-            access: access as u32,
-            iova,
-            length,
-            key,
-            valid: AtomicBool::new(true),
+            access: AtomicU32::new(access as u32),
+            iova: AtomicU64::new(iova),
+            length: AtomicU64::new(length),
+            key: AtomicU32::new(key),
+            // A fast-register MR starts free: usable once a Fast Register validates it.
+            valid: AtomicBool::new(!matches!(memory, Memory::Fast(_))),
             windows: AtomicU32::new(0),
             memory,
         },
@@ -319,8 +425,10 @@ pub(crate) fn rereg_user(dev: &Device<Rrxe>, mr: &RrxeMr, req: &MrRereg) -> Resu
     let Memory::User(umem) = &old.memory else {
         return Err(EINVAL);
     };
-    let access = req.access.unwrap_or(old.access as i32);
-    let (addr, length, iova) = req.trans.unwrap_or((umem.address(), old.length, old.iova));
+    let access = req.access.unwrap_or(old.access() as i32);
+    let (addr, length, iova) = req
+        .trans
+        .unwrap_or((umem.address(), old.length(), old.iova()));
     iova.checked_add(length).ok_or(EINVAL)?;
     // Pinned first: a failure here leaves `mr` untouched.
     let umem = Umem::get(dev, addr, length, access)?;
@@ -351,12 +459,136 @@ pub(crate) fn dma(
 /// MR unchanged, while memory windows are bound to it (IBA 10.6.7.3; rdma_rxe's `num_mw`
 /// check). Process context.
 pub(crate) fn dereg(dev: &RrxeDevice, mr: &RrxeMr) -> Result {
-    mr.state.valid.store(false, Ordering::SeqCst);
+    let was = mr.state.valid.swap(false, Ordering::SeqCst);
     if mr.state.windows.load(Ordering::SeqCst) != 0 {
-        mr.state.valid.store(true, Ordering::SeqCst);
+        mr.state.valid.store(was, Ordering::SeqCst);
         return Err(EINVAL);
     }
     // Drops the table's reference (not the last one: `mr` holds another).
-    drop(dev.mrs().remove(region::key_index(mr.state.key)));
+    drop(dev.mrs().remove(region::key_index(mr.state.key())));
     Ok(())
+}
+
+/// Creates a fast-register MR of kernel PD `pd` with room for `max_pages` pages; it starts
+/// free (IBA base memory management extensions: Allocate L_Key). Process context.
+pub(crate) fn alloc_fast(
+    dev: &RrxeDevice,
+    pd: PdId,
+    mem: KernelMemory,
+    max_pages: u32,
+) -> Result<(RrxeMr, u32)> {
+    if max_pages == 0 || max_pages > params::MAX_FAST_REG_PAGES {
+        return Err(EINVAL);
+    }
+    let n = max_pages as usize;
+    let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        pages.push(AtomicU64::new(0), GFP_KERNEL)?;
+    }
+    let fast = FastPages {
+        mem,
+        pages,
+        npages: AtomicUsize::new(0),
+        page_shift: AtomicU32::new(params::PAGE_SHIFT),
+    };
+    register(dev, pd, Memory::Fast(fast), 0, 0, 0)
+}
+
+/// Starts a new page list for a fast-register MR (`map_mr_sg`), of pages of `page_size`
+/// bytes (a power of two the core checked against our `page_size_cap`).
+pub(crate) fn map_begin(mr: &RrxeMr, page_size: u32) -> Result {
+    let Memory::Fast(fast) = &mr.state.memory else {
+        return Err(EINVAL);
+    };
+    if !page_size.is_power_of_two() || page_size < (1 << params::PAGE_SHIFT) {
+        return Err(EINVAL);
+    }
+    fast.page_shift
+        .store(page_size.trailing_zeros(), Ordering::Relaxed);
+    fast.npages.store(0, Ordering::Release);
+    Ok(())
+}
+
+/// Appends page `addr` (its kernel address: rrxe's DMA addresses are kernel virtual
+/// addresses) to a fast-register MR's list; `ENOMEM` once the list is full, which
+/// `ib_sg_to_pages` takes as the end of what can be mapped.
+pub(crate) fn map_page(mr: &RrxeMr, addr: u64) -> Result {
+    let Memory::Fast(fast) = &mr.state.memory else {
+        return Err(EINVAL);
+    };
+    let n = fast.npages.load(Ordering::Relaxed);
+    let slot = fast.pages.get(n).ok_or(ENOMEM)?;
+    slot.store(addr, Ordering::Relaxed);
+    fast.npages.store(n + 1, Ordering::Release);
+    Ok(())
+}
+
+/// A Fast Register WQE (`IB_WR_REG_MR`): the MR its key names becomes valid with that key,
+/// the range and the rights.
+pub(crate) struct FastRegRequest {
+    pub(crate) key: u32,
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+}
+
+/// Executes a Fast Register WQE of a QP of `pd`: the MR (named by the key's index) must be a
+/// fast-register MR of the QP's PD and free (a Fast Register of a valid MR is an error; the
+/// consumer invalidates first), and its page list must hold the range. Remote Write and
+/// Atomic need Local Write (IBA 10.6.3.1, the rule `ib_check_mr_access` applies to every
+/// registration). Any failure is a local operation error for the WQE. Process context.
+pub(crate) fn fast_register(dev: &RrxeDevice, pd: PdId, req: &FastRegRequest) -> Result<(), ()> {
+    let mr = dev.mrs().get(region::key_index(req.key)).ok_or(())?;
+    let Memory::Fast(fast) = &mr.memory else {
+        return Err(());
+    };
+    if mr.pd != pd || mr.is_valid() {
+        return Err(());
+    }
+    let writes =
+        b::ib_access_flags_IB_ACCESS_REMOTE_WRITE | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    if req.access & writes != 0 && req.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
+        return Err(());
+    }
+    // Zero-based and on-demand registrations are not offered.
+    if req.access & (b::ib_access_flags_IB_ZERO_BASED | b::ib_access_flags_IB_ACCESS_ON_DEMAND) != 0
+    {
+        return Err(());
+    }
+    let shift = fast.page_shift.load(Ordering::Relaxed);
+    let size = 1u64 << shift;
+    let npages = fast.npages.load(Ordering::Acquire) as u64;
+    let end = (req.iova & (size - 1)).checked_add(req.length).ok_or(())?;
+    if req.iova.checked_add(req.length).is_none() || end > npages << shift {
+        return Err(());
+    }
+    mr.access.store(req.access, Ordering::Relaxed);
+    mr.iova.store(req.iova, Ordering::Relaxed);
+    mr.length.store(req.length, Ordering::Relaxed);
+    mr.key.store(req.key, Ordering::Release);
+    // Publishes the fields above to `lookup` (Acquire); a racing Fast Register of the
+    // same MR loses here.
+    mr.valid
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| ())
+        .map_err(|_| ())
+}
+
+/// Invalidates the fast-register MR `key` names, for a Local Invalidate or a Send with
+/// Invalidate on a QP of `pd`: the whole key must match a valid fast-register MR of the
+/// QP's PD; MRs registered through the verbs are not invalidatable (o10-32), nor is one
+/// with windows bound. It becomes free; accesses through its R_Key fail from now on (a
+/// Remote Access Error NAK for a peer). Process context.
+pub(crate) fn invalidate(dev: &RrxeDevice, pd: PdId, key: u32) -> Result<(), ()> {
+    let mr = dev.mrs().get(region::key_index(key)).ok_or(())?;
+    if !matches!(mr.memory, Memory::Fast(_)) || mr.pd != pd || mr.key() != key {
+        return Err(());
+    }
+    if mr.windows.load(Ordering::SeqCst) != 0 {
+        return Err(());
+    }
+    mr.valid
+        .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| ())
+        .map_err(|_| ())
 }

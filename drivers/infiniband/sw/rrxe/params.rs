@@ -76,3 +76,11 @@ pub(crate) const MIN_SRQN: u32 = 0x0002_0001;
 pub(crate) const MAX_SRQN: u32 = MIN_SRQN + MAX_SRQ as u32 - 1;
 /// SRQs per device.
 pub(crate) const MAX_SRQ: i32 = 1 << 16;
+
+/// Page size rrxe assumes when it has none from the consumer: 4 KiB, the smallest MR page
+/// size it takes (`PAGE_SIZE_CAP`).
+pub(crate) const PAGE_SHIFT: u32 = 12;
+
+/// Most pages of a fast-register MR (`max_fast_reg_page_list_len`), as rdma_rxe reports:
+/// ULPs size their registrations from it (nvme-rdma: its largest I/O).
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;

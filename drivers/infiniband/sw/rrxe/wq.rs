@@ -8,9 +8,11 @@
 //! what it validated is what it executes. Indices seen by the engine run freely (u32); the
 //! ring's own indices are masked.
 
+use crate::glue::bindings as b;
 use crate::glue::qp::{RecvWr, SendWr};
 use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::UData;
+use crate::mr::FastRegRequest;
 use crate::mw::BindRequest;
 use crate::srq::SrqShared;
 use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
@@ -46,13 +48,20 @@ mod wr {
     pub(super) const BIND_MW: u32 = 8;
     pub(super) const SEND_WITH_INV: u32 = 9;
     pub(super) const ATOMIC_WRITE: u32 = 15;
+    /// Kernel only (`enum ib_wr_opcode`): rdma-core has no such `IBV_WR_*`.
+    pub(super) const REG_MR: u32 = 0x20;
 }
+
+const _: () = assert!(wr::REG_MR == b::ib_wr_opcode_IB_WR_REG_MR);
 
 /// Kinds of local operations, numbered as the completion opcode (`IB_WC_*`) they report.
 pub(crate) mod local {
     pub(crate) const BIND_MW: u8 = 5;
     pub(crate) const LOCAL_INV: u8 = 6;
+    pub(crate) const REG_MR: u8 = 10;
 }
+
+const _: () = assert!(local::REG_MR as u32 == b::ib_wc_opcode_IB_WC_REG_MR);
 
 /// `IB_SEND_*` flags.
 mod send_flag {
@@ -238,6 +247,20 @@ impl SendRing {
         u32_at(self.copy(index), 20)
     }
 
+    /// The fields of a Fast Register WQE. rdma_rxe's WQE carries an MR pointer there;
+    /// rrxe's kernel poster writes the iova and length the consumer's `map_mr_sg` set
+    /// instead, and the MR is found by its key, so nothing in a ring (which a user QP's
+    /// owner can write) is ever taken for an address.
+    pub(crate) fn fast_reg_request(&self, index: u32) -> FastRegRequest {
+        let b = self.copy(index);
+        FastRegRequest {
+            iova: u64_at(b, 24),
+            key: u32_at(b, 32),
+            access: u32_at(b, 36),
+            length: u64_at(b, 40),
+        }
+    }
+
     /// The `wr.mw` fields of a Bind Memory Window WQE.
     pub(crate) fn bind_request(&self, index: u32) -> BindRequest {
         let b = self.copy(index);
@@ -313,6 +336,7 @@ impl SendRing {
                     | wr::ATOMIC_FETCH_AND_ADD
                     | wr::ATOMIC_WRITE
                     | wr::LOCAL_INV
+                    | wr::REG_MR
             ),
             Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
         };
@@ -334,6 +358,7 @@ impl SendRing {
             wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
             wr::LOCAL_INV => SendOpcode::Local(local::LOCAL_INV),
             wr::BIND_MW => SendOpcode::Local(local::BIND_MW),
+            wr::REG_MR => SendOpcode::Local(local::REG_MR),
             // The rxe provider puts the value in `dma.atomic_wr`, where inline data would go.
             wr::ATOMIC_WRITE => match b
                 .get(SEND_WQE_HEADER..SEND_WQE_HEADER + 8)
@@ -616,6 +641,13 @@ impl SqPoster {
                 put_u64(b, 32, wr.atomic.0);
                 put_u64(b, 40, wr.atomic.1);
                 put_u32(b, 48, wr.remote.1);
+            }
+            wr::REG_MR => {
+                let reg = wr.reg.as_ref().ok_or(EINVAL)?;
+                put_u64(b, 24, reg.iova);
+                put_u32(b, 32, reg.key);
+                put_u32(b, 36, reg.access);
+                put_u64(b, 40, reg.length);
             }
             _ => {
                 put_u64(b, 24, wr.remote.0);

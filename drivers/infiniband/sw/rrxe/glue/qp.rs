@@ -311,6 +311,17 @@ pub(crate) struct SendWr<'a, T: Driver> {
     pub(crate) atomic: (u64, u64),
     /// Destination (UD and GSI QPs).
     pub(crate) ud: Option<UdTarget<'a, T>>,
+    /// What a Fast Register (`IB_WR_REG_MR`) registers.
+    pub(crate) reg: Option<RegWr>,
+}
+
+/// A Fast Register work request (`struct ib_reg_wr`): the new key and rights, with the
+/// range the MR's last `map_mr_sg` set (`ib_mr.iova`, `ib_mr.length`), read at post time.
+pub(crate) struct RegWr {
+    pub(crate) key: u32,
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
 }
 
 impl<T: Driver> SendWr<'_, T> {
@@ -742,6 +753,7 @@ impl<T: Driver> DeviceRegistry<T> {
             remote: (0, 0),
             atomic: (0, 0),
             ud: None,
+            reg: None,
         };
         match opcode {
             bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
@@ -757,6 +769,22 @@ impl<T: Driver> DeviceRegistry<T> {
                 let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
                 view.remote = (a.remote_addr, a.rkey);
                 view.atomic = (a.compare_add, a.swap);
+            }
+            bindings::ib_wr_opcode_IB_WR_REG_MR => {
+                // SAFETY: Fast Register WRs are `ib_reg_wr`s.
+                let r = unsafe { &*wr.cast::<bindings::ib_reg_wr>() };
+                if !r.mr.is_null() {
+                    // SAFETY: the consumer's MR, live for the post (it posts a WR naming it);
+                    // its iova and length are plain fields `ib_map_mr_sg` set.
+                    let (iova, length) = unsafe { ((*r.mr).iova, (*r.mr).length) };
+                    view.reg = Some(RegWr {
+                        key: r.key,
+                        // Flags are a bit set; the sign bit is no access right.
+                        access: r.access as u32,
+                        iova,
+                        length,
+                    });
+                }
             }
             bindings::ib_wr_opcode_IB_WR_SEND | bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM
                 if ud =>

@@ -29,7 +29,7 @@ use core::mem::{size_of, MaybeUninit};
 use core::ptr::{self, addr_of_mut, NonNull};
 use kernel::c_str;
 use kernel::error::{from_result, to_result};
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::{c_char, c_int, c_uint, c_void};
 use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -168,6 +168,19 @@ pub(crate) trait Driver: Sized + 'static {
     /// with its key. The core then destroys `mr` (`dereg_mr`), which must succeed; on
     /// failure `mr` stays as it was.
     fn rereg_user_mr(dev: &Device<Self>, mr: &Self::Mr, req: &MrRereg) -> Result<(Self::Mr, u32)>;
+    /// Creates a fast-register MR in kernel protection domain `pd` for up to `max_num_sg`
+    /// pages, free until a Fast Register WQE validates it; returns it and its key.
+    fn alloc_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        max_num_sg: u32,
+    ) -> Result<(Self::Mr, u32)>;
+    /// Starts a new page list of `page_size`-byte pages for a fast-register MR.
+    fn map_mr_begin(mr: &Self::Mr, page_size: u32) -> Result;
+    /// Appends the page at `addr` (a kernel virtual address: see `map_mr_sg`) to a
+    /// fast-register MR's list; `ENOMEM` when it is full.
+    fn map_mr_page(mr: &Self::Mr, addr: u64) -> Result;
     /// Destroys an MR; on failure the MR stays as it was and the core keeps it.
     fn dereg_mr(dev: &Device<Self>, mr: &Self::Mr) -> Result;
     /// Creates a memory window of type 1 (`type2` false) or 2 in protection domain `pd`;
@@ -700,6 +713,8 @@ impl<T: Driver> DeviceRegistry<T> {
             get_dma_mr: Some(Self::get_dma_mr),
             rereg_user_mr: Some(Self::rereg_user_mr),
             dereg_mr: Some(Self::dereg_mr),
+            alloc_mr: Some(Self::alloc_mr),
+            map_mr_sg: Some(Self::map_mr_sg),
             alloc_mw: Some(Self::alloc_mw),
             dealloc_mw: Some(Self::dealloc_mw),
             create_qp: Some(Self::create_qp),
@@ -965,6 +980,83 @@ impl<T: Driver> DeviceRegistry<T> {
             T::get_dma_mr(dev, pd, memory, access)
         })
         .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops`, on a device of driver `T`.
+    unsafe extern "C" fn alloc_mr(
+        ibpd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // Only page-list registrations: SG_GAPS and integrity MRs are not offered (the
+        // device does not advertise IBK_SG_GAPS_REG or integrity handover).
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return EINVAL.to_ptr();
+        }
+        // SAFETY: a live PD of one of our devices.
+        let (dev, user) = unsafe {
+            (
+                Device::<T>::from_raw((*ibpd).device),
+                !(*ibpd).uobject.is_null(),
+            )
+        };
+        // `ib_alloc_mr` is a kernel verb; the page addresses it maps are kernel addresses,
+        // so a user PD must never own one.
+        if user {
+            return EINVAL.to_ptr();
+        }
+        let pd = PdId::from_raw(ibpd);
+        Self::new_mr(0, 0, || {
+            // SAFETY: the PD is a kernel PD (checked above): the pages of this MR come from
+            // `map_mr_sg` by its kernel consumer, as kernel virtual addresses.
+            let memory = unsafe { KernelMemory::new() };
+            T::alloc_mr(dev, pd, memory, max_num_sg)
+        })
+        .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA core through `ib_device_ops` (`ib_map_mr_sg`), on an MR of
+    /// driver `T` from `alloc_mr`, with a DMA-mapped scatterlist of `sg_nents` entries.
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: the MR came from `new_mr`, which initialised its data; the core set its
+        // page size (`ib_map_mr_sg`) before calling.
+        let (data, page_size) = unsafe {
+            (
+                (*ibmr.cast::<Mr<T>>()).data.assume_init_ref(),
+                (*ibmr).page_size,
+            )
+        };
+        if let Err(e) = T::map_mr_begin(data, page_size) {
+            return e.to_errno();
+        }
+        // rrxe registers without a DMA device, so the core maps scatterlists with its
+        // virtual DMA ops (`ib_uses_virt_dma`): each DMA address is the kernel virtual
+        // address of the memory, which is what `set_page` stores. `ib_sg_to_pages` also
+        // sets the MR's iova and length.
+        //
+        // SAFETY: per the function contract; `set_page` reaches the MR's data only.
+        unsafe { bindings::ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by `ib_sg_to_pages` from `map_mr_sg`, on an MR of driver `T`.
+    unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: as in `map_mr_sg`.
+        let data = unsafe { (*ibmr.cast::<Mr<T>>()).data.assume_init_ref() };
+        match T::map_mr_page(data, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// # Safety
@@ -1330,6 +1422,13 @@ pub(crate) struct PdId(usize);
 impl PdId {
     pub(super) fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
         Self(ibpd as usize)
+    }
+
+    /// An identity no PD has (no PD lives at address 0), for the MR self-test's
+    /// wrong-PD checks.
+    #[cfg(rrxe_selftest)]
+    pub(crate) fn none() -> Self {
+        Self(0)
     }
 }
 

@@ -273,6 +273,14 @@ unsafe fn atomic_rmw(p: *mut u8, mut f: impl FnMut(u64) -> u64) -> u64 {
 /// `unsafe_global_rkey`) only to peers it trusts with all of its memory.
 pub(crate) struct KernelMemory(());
 
+/// Kernel memory for the MR self-test's fast-register MR (`mr_selftest.rs`), which names
+/// only pages of a buffer it owns and deregisters the MR before freeing it.
+#[cfg(rrxe_selftest)]
+pub(crate) fn selftest_memory() -> KernelMemory {
+    // SAFETY: the self-test is the kernel consumer of this memory (see above).
+    unsafe { KernelMemory::new() }
+}
+
 impl KernelMemory {
     /// # Safety
     ///
