@@ -35,6 +35,14 @@ loopback_events() {
 	wait $srv
 }
 check "loopback: 4 QPs, rx depth 8 (RNR retries), completion events" loopback_events
+loopback_mib() {
+	local srv
+	timeout 300 ibv_srq_pingpong -d rrxe0 -g "$G" -n 3 -q 2 -r 4 -s 1048576 -c -p 18602 &
+	srv=$!
+	srq_pp_client 127.0.0.1 -d rrxe0 -g "$G" -n 3 -q 2 -r 4 -s 1048576 -c -p 18602 || { kill $srv; return 1; }
+	wait $srv
+}
+check "loopback: 1 MiB messages, 2 QPs on one SRQ, buffers checked" loopback_mib
 if [ "${RRXE_SRQ_PEER:-}" = 1 ]; then
 	check "two VMs: client of the peer's server, 16 QPs on one SRQ each side" \
 		srq_pp_client "$RRXE_PEER_IP4" -d rrxe0 -g "$G" -n 500 -p 18610 -c
