@@ -85,17 +85,24 @@ step "rustfmt: all Rust sources formatted (kernel .rustfmt.toml)" "$results/rust
 
 echo "== kernel (debug) and module"
 step "debug kernel built (KASAN, lockdep, kmemleak)" "$results/kernel-debug.log" scripts/kernel.sh build debug
-step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel" "$results/module.log" \
-	scripts/lint.sh debug
+step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel, no module cycles" \
+	"$results/module.log" scripts/lint.sh debug
+# The kernel verbs consumer the debug boot loads (tests/vm/kverbs.sh); built after the
+# lint, whose clean of the checkout would remove it.
+step "the kernel verbs test module builds warning-free" "$results/kverbs-module.log" \
+	scripts/build-kverbs-test.sh debug
 
 # vm_boot VARIANT NAME TITLE CMD-A CMD-B: two VMs joined by a wire run CMD-A and CMD-B; every
 # TAP line counts, then each guest's kernel log is scanned for splats.
 vm_boot() {
-	local variant=$1 name=$2 title=$3 cmd_a=$4 cmd_b=$5 out="$results/$2"
+	local variant=$1 name=$2 title=$3 cmd_a=$4 cmd_b=$5 out="$results/$2" m mods=()
+	for m in drivers/infiniband/sw/rrxe/rrxe.ko tests/kverbs/rrxe_kverbs_test.ko; do
+		[ -f "$m" ] && mods+=(--module "$m")
+	done
 	echo "== VM: $title (two $variant VMs joined by a wire)"
 	# The debug kernel under TCG is slow: leave room for a loaded machine.
 	scripts/vm.sh --variant "$variant" --two --timeout 3600 --out "$out" \
-		--module drivers/infiniband/sw/rrxe/rrxe.ko --allow-splat \
+		"${mods[@]}" --allow-splat \
 		--pcap "$out/wire.pcap" --cmd "$cmd_a" --cmd-b "$cmd_b" >"$results/$name.log" 2>&1
 	local vm_rc=$?
 	count_tap "$out/a.out" "$name vm-a"
@@ -120,7 +127,7 @@ vm_boot() {
 }
 
 if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
-	vm_boot debug foundation "foundation, objects, verbs data path, SRQ, MW, negative, RC reliability, NVMe-oF" \
+	vm_boot debug foundation "foundation, objects, MRs, kernel verbs consumer, verbs data path, SRQ, MW, negative, QP context, RC reliability, NVMe-oF" \
 		tests/vm/side-a.sh tests/vm/side-b.sh
 	# Interoperability is about the wire protocol, and rdma-core's suite runs 273 tests of
 	# mostly the same verbs; the debug kernel has already run every rrxe code path above, so
@@ -130,7 +137,7 @@ if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 		step "rrxe.ko builds for the release kernel" "$results/module-release.log" \
 			make --no-print-directory module VARIANT=release; then
 		vm_boot release release "interoperability with rdma_rxe, rdma-core's test suite" \
-			tests/vm/release-a.sh tests/vm/interop-b.sh
+			tests/vm/release-a.sh tests/vm/interop-peer.sh
 		grep -h '^# suite on' "$results/release/a.out" 2>/dev/null | sed 's/^# /rdma-core /'
 	fi
 else

@@ -3,6 +3,7 @@
 """Sends hand-made RoCEv2 packets to a peer's UDP port 4791, for the wire tests.
 
     roce_send.py KIND DEST [SRC]
+    roce_send.py send DEST SRC QPN PSN PKEY PAYLOAD
 
 KIND is one of
   garbage    a 7-byte UDP datagram (shorter than a BTH and an ICRC)
@@ -10,7 +11,11 @@ KIND is one of
   bad-icrc   a BTH, 8 payload bytes and a wrong ICRC
   good       a BTH, 8 payload bytes and the right ICRC (raw socket: the ICRC covers the IP
              header, whose ID and length must therefore be chosen here)
-DEST and SRC are IPv4 or IPv6 addresses; SRC is needed for "good".
+  send       an RC SEND Only with AckReq to QP QPN at PSN PSN with P_Key PKEY (numbers in
+             any base Python reads, 0x.. for hex) carrying PAYLOAD (ASCII, padded with
+             NULs to a multiple of 4 bytes), with the right ICRC
+DEST and SRC are IPv4 or IPv6 addresses; SRC (which need not be one of this host's) is
+needed for "good" and "send".
 """
 import ipaddress
 import os
@@ -53,10 +58,15 @@ def csum(data):
     return ~s & 0xFFFF
 
 
-def good(dest, src):
+def rc_send_only(qpn, psn, pkey):
+    """The BTH of an RC SEND Only (opcode 0x04) with AckReq (IBA 9.2)."""
+    return struct.pack("!BBHII", 0x04, 0x00, pkey, qpn & 0xFFFFFF, 0x80000000 | (psn & 0xFFFFFF))
+
+
+def good(dest, src, bth=BTH, payload=PAYLOAD):
     d = ipaddress.ip_address(dest)
     s = ipaddress.ip_address(src)
-    body = BTH + PAYLOAD
+    body = bth + payload
     udp_len = 8 + len(body) + 4
     if d.version == 4:
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0x1234, 0x4000, 64, 17, 0,
@@ -95,6 +105,11 @@ def main():
         udp(dest, BTH + PAYLOAD + b"\xde\xad\xbe\xef")
     elif kind == "good":
         good(dest, sys.argv[3])
+    elif kind == "send":
+        qpn, psn, pkey = (int(a, 0) for a in sys.argv[4:7])
+        payload = sys.argv[7].encode()
+        payload += b"\0" * (-len(payload) % 4)
+        good(dest, sys.argv[3], rc_send_only(qpn, psn, pkey), payload)
     else:
         sys.exit("unknown kind " + kind)
 

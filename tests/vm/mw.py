@@ -9,7 +9,6 @@ test package (tests.base, tests.utils) importable.
 import errno
 import os
 import sys
-import traceback
 
 from pyverbs.device import Context
 from pyverbs.mr import MR, MW, MWBind, MWBindInfo
@@ -17,48 +16,16 @@ from pyverbs.pd import PD
 from pyverbs.qp import QPAttr
 from pyverbs.wr import SGE, SendWR
 import pyverbs.enums as e
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
 
 from tests.base import RCResources
 import tests.utils as u
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+import tap  # noqa: E402 - tests/lib, found through the line above
+from tap import fails_with, test  # noqa: E402
+
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID = int(os.environ.get("RRXE_GID", "0"))
-n = 0
-failed = 0
-
-
-def report(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in detail.splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def test(desc):
-    def wrap(fn):
-        try:
-            fn()
-            report(True, desc)
-        except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
-            report(False, desc, traceback.format_exc())
-        return fn
-    return wrap
-
-
-def fails_with(fn, *errnos):
-    try:
-        fn()
-    except (PyverbsRDMAError, PyverbsError, OSError) as exc:
-        err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
-        if errnos and err not in errnos:
-            raise AssertionError(f"failed with errno {err}, expected one of {errnos}: {exc}")
-        return
-    raise AssertionError("unexpectedly succeeded")
 
 
 class Res(RCResources):
@@ -109,8 +76,7 @@ def write(src, dst, rkey, addr, length=None):
     return one_wc(src.cq)
 
 
-print("TAP version 13")
-print(f"# memory windows on {DEV}")
+tap.begin(f"memory windows on {DEV}")
 ctx = Context(name=DEV)
 attr = ctx.query_device()
 
@@ -317,5 +283,4 @@ def _():
     b.mr.close()
 
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

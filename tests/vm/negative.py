@@ -19,7 +19,6 @@ import os
 import struct
 import sys
 import time
-import traceback
 
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
@@ -29,42 +28,13 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+import tap  # noqa: E402 - tests/lib, found through the line above
+from tap import fails_with, row  # noqa: E402
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID = int(os.environ.get("RRXE_GID", "0"))
-n = 0
-failed = 0
-
-
-def report(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in detail.splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def row(desc, fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-        report(True, desc)
-    except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
-        report(False, desc, traceback.format_exc())
-
-
-def fails_with(fn, *errnos):
-    try:
-        fn()
-    except (PyverbsRDMAError, PyverbsError, OSError) as exc:
-        err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
-        if errnos and err not in errnos:
-            raise AssertionError(f"failed with errno {err}, expected one of {errnos}: {exc}")
-        return
-    raise AssertionError("unexpectedly succeeded")
 
 
 ctx = Context(name=DEV)
@@ -208,11 +178,10 @@ def recv_wr(sges, wr_id=2):
     return RecvWR(wr_id=wr_id, num_sge=len(sges), sg=sges or None)
 
 
-print("TAP version 13")
-print(f"# negative tests on {DEV} (GID {GID}); max_qp_wr {dattr.max_qp_wr}, max_sge "
-      f"{dattr.max_sge}, max_qp_rd_atom {dattr.max_qp_rd_atom}, "
-      f"max_qp_init_rd_atom {dattr.max_qp_init_rd_atom}, pkeys {pattr.pkey_tbl_len}, "
-      f"gids {pattr.gid_tbl_len}")
+tap.begin(f"negative tests on {DEV} (GID {GID}); max_qp_wr {dattr.max_qp_wr}, max_sge "
+          f"{dattr.max_sge}, max_qp_rd_atom {dattr.max_qp_rd_atom}, "
+          f"max_qp_init_rd_atom {dattr.max_qp_init_rd_atom}, pkeys {pattr.pkey_tbl_len}, "
+          f"gids {pattr.gid_tbl_len}")
 
 # --- create_qp with caps above the device limits (IBA 11.2.4.1: the CI refuses) ---
 
@@ -871,5 +840,4 @@ row("rereg_mr TRANS with iova and address at different page offsets -> EINVAL (c
 row("rereg_mr while a type 2 window is bound -> EINVAL; after dealloc_mw it succeeds",
     rereg_with_window)
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

@@ -9,55 +9,21 @@ import errno
 import mmap
 import os
 import sys
-import traceback
 
 from pyverbs.cq import CQ, CQEX, CompChannel, CqInitAttrEx, PollCqAttr
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
 import pyverbs.enums as e
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+import tap  # noqa: E402 - tests/lib, found through the line above
+from tap import fails_with, test  # noqa: E402
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
-n = 0
-failed = 0
 
 
-def report(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in detail.splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def test(desc):
-    def wrap(fn):
-        try:
-            fn()
-            report(True, desc)
-        except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
-            report(False, desc, traceback.format_exc())
-        return fn
-    return wrap
-
-
-def fails_with(fn, *errnos):
-    try:
-        fn()
-    except (PyverbsRDMAError, PyverbsError, OSError) as exc:
-        err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
-        if errnos and err not in errnos:
-            raise AssertionError(f"failed with errno {err}, expected one of {errnos}: {exc}")
-        return
-    raise AssertionError("unexpectedly succeeded")
-
-
-print("TAP version 13")
-print(f"# verbs objects on {DEV}")
+tap.begin(f"verbs objects on {DEV}")
 ctx = Context(name=DEV)
 attr = ctx.query_device()
 
@@ -322,6 +288,4 @@ def _():
 
 
 ctx.close()
-print(f"1..{n}")
-print(f"# totals: {n - failed} passed, {failed} failed, 0 skipped")
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

@@ -31,6 +31,10 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+import tap  # noqa: E402 - tests/lib, found through the line above
+from tap import report  # noqa: E402
+
 MTU = e.IBV_MTU_1024
 RD_ATOMIC = 16
 # Local ACK timeout code 15: 4.096 us << 15 = 134 ms. Long enough that a TCG VM stalled by a
@@ -232,20 +236,6 @@ def serve(dev, gid_index, port):
 # ---------------------------------------------------------------------------------------
 # Side A.
 
-n = 0
-failed = 0
-
-
-def report(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in str(detail).splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-
 
 class Peer:
     def __init__(self, host, port):
@@ -353,8 +343,7 @@ def delta(before, after, *names):
 
 
 def client(dev, gid_index, host, port):
-    print("TAP version 13")
-    print(f"# RC reliability on {dev}: netem on both VMs' eth0")
+    tap.begin(f"RC reliability on {dev}: netem on both VMs' eth0")
     side = Side(dev, gid_index)
     peer = Peer(host, port)
     # Each round: its name, netem on A's and on B's egress, and the counter that proves the
@@ -434,9 +423,7 @@ def client(dev, gid_index, host, port):
     timers_cancelled(side, peer)
     rnr(side, peer)
     peer("bye")
-    print(f"1..{n}")
-    print(f"# {n - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tap.done()
 
 
 def vanished(side, peer):

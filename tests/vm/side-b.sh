@@ -8,7 +8,7 @@
 # Fabrics target (nvmeof-peer.sh, for side A's nvmeof.sh).
 here=$(dirname "$0")
 rc=0
-for t in peer.sh verbs-peer.sh srq-peer.sh reliability-peer.sh nvmeof-peer.sh; do
+for t in foundation-peer.sh verbs-peer.sh srq-peer.sh qp-peer.sh reliability-peer.sh nvmeof-peer.sh; do
 	echo "# === $t"
 	"$here/$t" || rc=1
 done

@@ -4,7 +4,7 @@
 set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
-. "$here/srq-lib.sh"
+. "$here/../lib/srq.sh"
 
 tap_begin "ibv_srq_pingpong servers, peer side"
 check "modprobe rrxe" modprobe rrxe

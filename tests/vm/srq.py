@@ -10,7 +10,6 @@ import os
 import select
 import sys
 import time
-import traceback
 
 from pyverbs.addr import AH, AHAttr, GlobalRoute
 from pyverbs.cq import CQ
@@ -21,48 +20,16 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import RecvWR, SendWR, SGE
 import pyverbs.enums as e
-from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+import tap  # noqa: E402 - tests/lib, found through the line above
+from tap import fails_with, test  # noqa: E402
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID_INDEX = int(os.environ.get("RRXE_GID", "1"))
 QKEY = 0x11111111
 GRH = 40
 MSG = 64
-n = 0
-failed = 0
-
-
-def report(ok, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok") + f" {n} - {desc}")
-    if not ok:
-        failed += 1
-        for line in detail.splitlines():
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def test(desc):
-    def wrap(fn):
-        try:
-            fn()
-            report(True, desc)
-        except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
-            report(False, desc, traceback.format_exc())
-        return fn
-    return wrap
-
-
-def fails_with(fn, *errnos):
-    try:
-        fn()
-    except (PyverbsRDMAError, PyverbsError, OSError) as exc:
-        err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
-        if errnos and err not in errnos:
-            raise AssertionError(f"failed with errno {err}, expected one of {errnos}: {exc}")
-        return
-    raise AssertionError("unexpectedly succeeded")
 
 
 def event_fds():
@@ -96,8 +63,7 @@ def drain_events():
         pass
 
 
-print("TAP version 13")
-print(f"# shared receive queues on {DEV}, GID index {GID_INDEX}")
+tap.begin(f"shared receive queues on {DEV}, GID index {GID_INDEX}")
 ctx = Context(name=DEV)
 attr = ctx.query_device()
 pd = PD(ctx)
@@ -326,6 +292,4 @@ def _():
         s.close()
 
 
-print(f"1..{n}")
-print(f"# totals: {n - failed} passed, {failed} failed, 0 skipped")
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

@@ -7,7 +7,7 @@
 set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
-. "$here/srq-lib.sh"
+. "$here/../lib/srq.sh"
 
 modprobe rrxe || exit 1
 ip link set eth0 up

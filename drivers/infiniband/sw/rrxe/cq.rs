@@ -4,15 +4,16 @@
 //! them itself; kernel consumers poll through `poll_cq`.
 
 use crate::glue::bindings as b;
-use crate::glue::qp::QpRef;
 use crate::glue::queue::SharedQueue;
-use crate::glue::rdma::{Cq, CqInit, Device, UData, WcFields, WorkCompletion};
+use crate::glue::rdma::attr::CqInit;
+use crate::glue::rdma::object::{CqHandle, QpHandle, UserWorkCompletion, WcFields, WorkCompletion};
+use crate::glue::rdma::udata::UData;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::params;
-use crate::Rrxe;
 use core::mem::size_of;
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 static CQ_LOCK: LockClass = LockClass::new();
 
@@ -37,12 +38,28 @@ struct CqRing {
 
 /// State of one rrxe CQ.
 pub(crate) struct RrxeCq {
-    ring: Pin<KBox<IrqSpinLock<CqRing>>>,
+    shared: Arc<CqShared>,
+}
+
+/// The part of a CQ its QPs reach.
+#[pin_data]
+pub(crate) struct CqShared {
+    /// The CQ's consumer: its completion and event handlers.
+    handle: CqHandle,
+    #[pin]
+    ring: IrqSpinLock<CqRing>,
+}
+
+impl RrxeCq {
+    /// The part of the CQ a QP keeps.
+    pub(crate) fn shared(&self) -> Arc<CqShared> {
+        self.shared.clone()
+    }
 }
 
 /// Creates a CQ; for user CQs, exports the ring and answers rdma_rxe's create response.
 pub(crate) fn create(
-    _dev: &Device<Rrxe>,
+    handle: CqHandle,
     attr: &CqInit,
     udata: Option<&mut UData>,
 ) -> Result<(RrxeCq, u32)> {
@@ -54,19 +71,22 @@ pub(crate) fn create(
         udata.respond(&b::rxe_create_cq_resp { mi })?;
     }
     let capacity = queue.capacity();
-    let ring = KBox::pin_init(
-        IrqSpinLock::new(
-            CqRing {
-                queue,
-                user,
-                armed: Armed::Not,
-            },
-            c_str!("rrxe_cq"),
-            &CQ_LOCK,
-        ),
+    let shared = Arc::pin_init(
+        pin_init!(CqShared {
+            handle,
+            ring <- IrqSpinLock::new(
+                CqRing {
+                    queue,
+                    user,
+                    armed: Armed::Not,
+                },
+                c_str!("rrxe_cq"),
+                &CQ_LOCK,
+            ),
+        }),
         GFP_KERNEL,
     )?;
-    Ok((RrxeCq { ring }, capacity))
+    Ok((RrxeCq { shared }, capacity))
 }
 
 fn check_entries(entries: u32) -> Result {
@@ -79,7 +99,7 @@ fn check_entries(entries: u32) -> Result {
 /// A new ring for `entries` completions in the format its reader expects.
 fn new_ring(entries: u32, user: bool) -> Result<SharedQueue> {
     let elem = if user {
-        size_of::<b::ib_uverbs_wc>()
+        size_of::<UserWorkCompletion>()
     } else {
         size_of::<WorkCompletion>()
     };
@@ -90,9 +110,9 @@ fn new_ring(entries: u32, user: bool) -> Result<SharedQueue> {
 ///
 /// rdma_rxe's protocol: the response carries the new ring's `mminfo`; the provider, holding
 /// its CQ lock, unmaps the old ring and maps the new one.
-pub(crate) fn resize(cq: &Cq<Rrxe>, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
+pub(crate) fn resize(cq: &RrxeCq, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
     check_entries(entries)?;
-    let user = cq.data().ring.lock().user;
+    let user = cq.shared.ring.lock().user;
     if user != udata.is_some() {
         return Err(EINVAL);
     }
@@ -104,7 +124,7 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, entries: u32, udata: Option<&mut UData>) -> 
     }
     let capacity = queue.capacity();
     let old = {
-        let mut ring = cq.data().ring.lock();
+        let mut ring = cq.shared.ring.lock();
         // Fewer slots than completions waiting would lose some (IBA 11.2.8.2: EINVAL).
         queue.take_entries_from(&ring.queue)?;
         core::mem::replace(&mut ring.queue, queue)
@@ -115,8 +135,8 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, entries: u32, udata: Option<&mut UData>) -> 
 }
 
 /// Moves completions of a kernel CQ to its consumer.
-pub(crate) fn poll(cq: &Cq<Rrxe>, wc: &mut [WorkCompletion]) -> Result<usize> {
-    let ring = cq.data().ring.lock();
+pub(crate) fn poll(cq: &RrxeCq, wc: &mut [WorkCompletion]) -> Result<usize> {
+    let ring = cq.shared.ring.lock();
     if ring.user {
         // A user CQ's ring holds uverbs completions for the provider to read; the
         // POLL_CQ command has nothing valid to return from it.
@@ -135,8 +155,8 @@ pub(crate) fn poll(cq: &Cq<Rrxe>, wc: &mut [WorkCompletion]) -> Result<usize> {
 }
 
 /// Arms the completion event; reports completions already waiting when asked to.
-pub(crate) fn req_notify(cq: &Cq<Rrxe>, solicited_only: bool, report_missed: bool) -> bool {
-    let mut ring = cq.data().ring.lock();
+pub(crate) fn req_notify(cq: &RrxeCq, solicited_only: bool, report_missed: bool) -> bool {
+    let mut ring = cq.shared.ring.lock();
     ring.armed = match (ring.armed, solicited_only) {
         (Armed::Next, _) | (_, false) => Armed::Next,
         _ => Armed::Solicited,
@@ -145,10 +165,11 @@ pub(crate) fn req_notify(cq: &Cq<Rrxe>, solicited_only: bool, report_missed: boo
 }
 
 /// Posts a completion of `qp` to `cq` and raises the completion event if it is armed for
-/// it. A full CQ loses the completion and reports a CQ error (IBA 11.4.2.1: overrun).
-pub(crate) fn post(cq: &Cq<Rrxe>, qp: &QpRef<Rrxe>, wc: &WcFields, solicited: bool) {
+/// it. A full CQ loses the completion and reports a CQ error (IBA 11.4.2.1: overrun). Calls
+/// the CQ's consumer: must not be called with a QP's lock held.
+pub(crate) fn post(cq: &CqShared, qp: &QpHandle, wc: &WcFields, solicited: bool) {
     let (overrun, fire) = {
-        let mut ring = cq.data().ring.lock();
+        let mut ring = cq.ring.lock();
         let producer = ring.queue.producer();
         let next = ring.queue.next(producer);
         if next == ring.queue.consumer() {
@@ -157,7 +178,7 @@ pub(crate) fn post(cq: &Cq<Rrxe>, qp: &QpRef<Rrxe>, wc: &WcFields, solicited: bo
             if ring.user {
                 ring.queue.write_slot(producer, &wc.to_user());
             } else {
-                ring.queue.write_slot(producer, &qp.kernel_wc(wc));
+                ring.queue.write_slot(producer, &wc.to_kernel(qp));
             }
             ring.queue.set_producer(next);
             // IBA 11.4.2.2: a solicited-only request fires on a solicited or failed
@@ -174,8 +195,8 @@ pub(crate) fn post(cq: &Cq<Rrxe>, qp: &QpRef<Rrxe>, wc: &WcFields, solicited: bo
         }
     };
     if overrun {
-        cq.error_event();
+        cq.handle.error_event();
     } else if fire {
-        cq.completion_event();
+        cq.handle.completion_event();
     }
 }

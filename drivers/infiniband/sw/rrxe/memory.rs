@@ -4,45 +4,32 @@
 //! L_Keys, and remote accesses through R_Keys, each checked against the MR's protection
 //! domain, bounds and access rights (IBA 10.6.3, C10-4 .. C10-10) before any byte moves.
 
-use crate::device::RrxeDevice;
-use crate::glue::rdma::PdId;
+use crate::glue::rdma::object::PdId;
+use crate::incarnation::QpIncarnation;
 use crate::mr::{self, Access};
-use crate::mw;
-use crate::qp::QpIncarnation;
-use crate::transport::qp::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
-use crate::transport::qp::wqe::{RecvWqe, SendOpcode, SendWqe};
-use crate::transport::qp::Memory;
-use crate::wq::{local, RecvRing, SendRing, Sge};
-use core::cell::RefCell;
+use crate::mw::{self, BindRequest};
+use crate::shared::DeviceShared;
+use crate::transport::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
+use crate::transport::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, Sge};
 
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
     /// The network header of the datagram being delivered, for the GRH area of UD
     /// receives.
     pub(crate) grh: Option<[u8; 40]>,
-    dev: &'a RrxeDevice,
+    dev: &'a DeviceShared,
     pd: PdId,
     /// The QP: type 2 windows answer only the QP they were bound through.
     qp: QpIncarnation,
-    sq: &'a RefCell<SendRing>,
-    rq: &'a RefCell<RecvRing>,
 }
 
 impl<'a> QpMemory<'a> {
-    pub(crate) fn new(
-        dev: &'a RrxeDevice,
-        pd: PdId,
-        qp: QpIncarnation,
-        sq: &'a RefCell<SendRing>,
-        rq: &'a RefCell<RecvRing>,
-    ) -> Self {
+    pub(crate) fn new(dev: &'a DeviceShared, pd: PdId, qp: QpIncarnation) -> Self {
         Self {
             grh: None,
             dev,
             pd,
             qp,
-            sq,
-            rq,
         }
     }
 
@@ -69,7 +56,7 @@ impl<'a> QpMemory<'a> {
             }
             let n = ((sge_len - skip) as usize).min(len - done);
             let va = s.addr.checked_add(skip).ok_or(LocalError::Protection)?;
-            let region = mr::lookup(self.dev, s.lkey).ok_or(LocalError::Protection)?;
+            let region = self.dev.mrs.lookup(s.lkey).ok_or(LocalError::Protection)?;
             region
                 .check(self.pd, va, n, access)
                 .map_err(|_| LocalError::Protection)?;
@@ -88,10 +75,13 @@ impl<'a> QpMemory<'a> {
         access: Access,
     ) -> Result<kernel::sync::Arc<mr::MrState>, RemoteError> {
         if mw::is_mw_key(rkey) {
-            return mw::resolve(self.dev, self.pd, self.qp, rkey, va, len, access)
+            return self
+                .dev
+                .mws
+                .resolve(self.pd, self.qp, rkey, va, len, access)
                 .ok_or(RemoteError::Access);
         }
-        let region = mr::lookup(self.dev, rkey).ok_or(RemoteError::Access)?;
+        let region = self.dev.mrs.lookup(rkey).ok_or(RemoteError::Access)?;
         region
             .check(self.pd, va, len, access)
             .map_err(|_| RemoteError::Access)?;
@@ -106,16 +96,21 @@ impl QpMemory<'_> {
     /// Invalidate of such an R_Key is an invalid request).
     fn invalidate_key(&self, key: u32) -> Result<(), ()> {
         if mw::is_mw_key(key) {
-            mw::invalidate(self.dev, self.pd, key)
+            self.dev.mws.invalidate(self.pd, key)
         } else {
-            mr::invalidate(self.dev, self.pd, key)
+            self.dev.mrs.invalidate(self.pd, key)
         }
     }
 }
 
 impl Memory for QpMemory<'_> {
-    fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError> {
-        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
+    fn gather(
+        &mut self,
+        sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), LocalError> {
         if let Some(data) = sq.inline_data(sq_index) {
             let start = offset as usize;
             let src = data
@@ -138,8 +133,13 @@ impl Memory for QpMemory<'_> {
         )
     }
 
-    fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError> {
-        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
+    fn scatter_send(
+        &mut self,
+        sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError> {
         self.walk(
             |i| sq.sge(sq_index, i),
             offset,
@@ -153,15 +153,20 @@ impl Memory for QpMemory<'_> {
         )
     }
 
-    fn write_grh(&mut self, wqe: &RecvWqe) -> Result<(), LocalError> {
+    fn write_grh(&mut self, rq: &dyn RecvQueue, wqe: &RecvWqe) -> Result<(), LocalError> {
         match self.grh {
-            Some(grh) => self.scatter_recv(wqe, 0, &grh),
+            Some(grh) => self.scatter_recv(rq, wqe, 0, &grh),
             None => Ok(()),
         }
     }
 
-    fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {
-        let rq = self.rq.try_borrow().map_err(|_| LocalError::Operation)?;
+    fn scatter_recv(
+        &mut self,
+        rq: &dyn RecvQueue,
+        wqe: &RecvWqe,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError> {
         self.walk(
             |i| rq.sge(wqe.id, i),
             offset,
@@ -216,34 +221,52 @@ impl Memory for QpMemory<'_> {
     fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
         self.invalidate_key(rkey)
             .map_err(|()| RemoteError::InvalidRequest)?;
-        self.dev.shared().counters.remote_invalidates.inc();
+        self.dev.counters.remote_invalidates.inc();
         Ok(())
     }
 
-    fn local_operation(&mut self, sq_index: u32, wqe: &SendWqe) -> Result<(), LocalError> {
-        let sq = self.sq.try_borrow().map_err(|_| LocalError::Operation)?;
-        match wqe.opcode {
-            SendOpcode::Local(local::LOCAL_INV) => {
-                let key = sq.invalidate_rkey(sq_index);
-                drop(sq);
+    fn local_operation(&mut self, op: &LocalOp) -> Result<(), LocalError> {
+        match *op {
+            LocalOp::Invalidate { key } => {
                 self.invalidate_key(key)
                     .map_err(|()| LocalError::Operation)?;
-                self.dev.shared().counters.local_invalidates.inc();
+                self.dev.counters.local_invalidates.inc();
                 Ok(())
             }
-            SendOpcode::Local(local::REG_MR) => {
-                let req = sq.fast_reg_request(sq_index);
-                drop(sq);
-                mr::fast_register(self.dev, self.pd, &req).map_err(|()| LocalError::Operation)?;
-                self.dev.shared().counters.fast_reg_mrs.inc();
+            LocalOp::FastRegister {
+                key,
+                access,
+                iova,
+                length,
+            } => {
+                self.dev
+                    .mrs
+                    .fast_register(self.pd, key, access, iova, length)
+                    .map_err(|()| LocalError::Operation)?;
+                self.dev.counters.fast_reg_mrs.inc();
                 Ok(())
             }
-            SendOpcode::Local(local::BIND_MW) => {
-                let req = sq.bind_request(sq_index);
-                drop(sq);
-                mw::bind(self.dev, self.pd, self.qp, &req).map_err(|()| LocalError::MwBind)
+            LocalOp::BindMw {
+                mw_rkey,
+                rkey,
+                mr_lkey,
+                addr,
+                length,
+                access,
+            } => {
+                let req = BindRequest {
+                    addr,
+                    length,
+                    mr_lkey,
+                    mw_rkey,
+                    rkey,
+                    access,
+                };
+                self.dev
+                    .mws
+                    .bind(&self.dev.mrs, self.pd, self.qp, &req)
+                    .map_err(|()| LocalError::MwBind)
             }
-            _ => Err(LocalError::Operation),
         }
     }
 }

@@ -3,9 +3,9 @@
 //! Memory regions: keys, the device's table of them, and the memory behind them as the data
 //! path reaches it.
 //!
-//! Each MR's state ([`MrState`]) is shared: the device's table holds one reference from
-//! registration to deregistration, and the data path takes more with [`lookup`] for as long
-//! as it works on the memory. Deregistration takes the MR out of the table and marks it
+//! Each MR's state ([`MrState`]) is shared: the device's [`MrTable`] holds one reference from
+//! registration to deregistration, and the data path takes more with [`MrTable::lookup`] for
+//! as long as it works on the memory. Deregistration takes the MR out of the table and marks it
 //! invalid; the pinned pages go when the last reference does.
 //!
 //! Fast-register MRs (kernel ULPs: `ib_alloc_mr`, `ib_map_mr_sg`, `IB_WR_REG_MR`) stay in the
@@ -19,14 +19,14 @@
 //! sleep: the data path must drop the references it holds in process context (it runs in a
 //! work item), never in softirq or with a spinlock held.
 
-use crate::device::RrxeDevice;
 use crate::glue::bindings as b;
-use crate::glue::rdma::{Device, MrRereg, PdId};
-use crate::glue::umem::{KernelMemory, MemError, Umem};
+use crate::glue::rdma::attr::MrRereg;
+use crate::glue::rdma::object::PdId;
+use crate::glue::table::IndexTable;
+use crate::glue::umem::{KernelMemory, MemError, Umem, UmemPinner};
 use crate::params;
 use crate::transport::qp::memory::AtomicOp;
 use crate::transport::region;
-use crate::Rrxe;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -353,145 +353,227 @@ impl MrState {
     }
 }
 
-/// The MR that `key` names on `dev`, if it is registered: the whole key must match, not just
-/// the table index it carries. Any context; the caller must drop the reference it gets in
-/// process context (see the module documentation).
-pub(crate) fn lookup(dev: &RrxeDevice, key: u32) -> Option<Arc<MrState>> {
-    let mr = dev.mrs().get(region::key_index(key))?;
-    (mr.is_valid() && mr.key() == key).then_some(mr)
+/// A device's memory regions, by key index, and the key portions it hands out.
+#[pin_data]
+pub(crate) struct MrTable {
+    #[pin]
+    mrs: IndexTable<MrState>,
+    /// Low byte of the next key.
+    key_variant: AtomicU32,
 }
 
-fn register(
-    dev: &RrxeDevice,
-    pd: PdId,
-    memory: Memory,
-    iova: u64,
-    length: u64,
-    access: i32,
-) -> Result<(RrxeMr, u32)> {
-    let reservation = dev.mrs().reserve(1, params::MAX_MR)?;
-    let variant = dev.key_variant.fetch_add(1, Ordering::Relaxed);
-    let key = region::key(reservation.index(), variant);
-    let state = Arc::new(
-        MrState {
-            pd,
-            // Flags are a bit set; the sign bit is no access right.
-            access: AtomicU32::new(access as u32),
-            iova: AtomicU64::new(iova),
-            length: AtomicU64::new(length),
-            key: AtomicU32::new(key),
-            // A fast-register MR starts free: usable once a Fast Register validates it.
-            valid: AtomicBool::new(!matches!(memory, Memory::Fast(_))),
-            windows: AtomicU32::new(0),
-            memory,
-        },
-        GFP_KERNEL,
-    )?;
-    reservation.store(state.clone())?;
-    let mr = RrxeMr { state };
-    #[cfg(rrxe_selftest)]
-    if iova >> 32 == crate::mr_selftest::MAGIC && matches!(mr.state.memory, Memory::User(_)) {
-        if let Err(e) = crate::mr_selftest::run(dev, &mr.state, iova, length) {
-            // A fresh MR has no windows: deregistration succeeds.
-            let _ = dereg(dev, &mr);
-            return Err(e);
+impl MrTable {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            mrs <- IndexTable::new(),
+            key_variant: AtomicU32::new(0),
+        })
+    }
+
+    /// The MR that `key` names, if it is registered: the whole key must match, not just the
+    /// table index it carries. Any context; the caller must drop the reference it gets in
+    /// process context (see the module documentation).
+    pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrState>> {
+        let mr = self.mrs.get(region::key_index(key))?;
+        (mr.is_valid() && mr.key() == key).then_some(mr)
+    }
+
+    fn register(
+        &self,
+        pd: PdId,
+        memory: Memory,
+        iova: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        let reservation = self.mrs.reserve(1, params::MAX_MR)?;
+        let variant = self.key_variant.fetch_add(1, Ordering::Relaxed);
+        let key = region::key(reservation.index(), variant);
+        let state = Arc::new(
+            MrState {
+                pd,
+                // Flags are a bit set; the sign bit is no access right.
+                access: AtomicU32::new(access as u32),
+                iova: AtomicU64::new(iova),
+                length: AtomicU64::new(length),
+                key: AtomicU32::new(key),
+                // A fast-register MR starts free: usable once a Fast Register validates it.
+                valid: AtomicBool::new(!matches!(memory, Memory::Fast(_))),
+                windows: AtomicU32::new(0),
+                memory,
+            },
+            GFP_KERNEL,
+        )?;
+        reservation.store(state.clone())?;
+        Ok((RrxeMr { state }, key))
+    }
+
+    /// Registers pinned user memory: `length` bytes, the first at `iova` in the MR's address
+    /// space (`ibv_reg_mr_iova`: it need not be the user address; offsets are `va - iova`).
+    pub(crate) fn reg_user(
+        &self,
+        pd: PdId,
+        umem: Umem,
+        iova: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        // The MR's address range must not wrap around.
+        iova.checked_add(length).ok_or(EINVAL)?;
+        self.register(pd, Memory::User(umem), iova, length, access)
+    }
+
+    /// Reregisters user MR `mr` (IBA 11.2.8.2) as a new registration: new keys (a fresh
+    /// table index, so the core's destruction of `mr` afterwards cannot take the new MR's
+    /// entry), the memory pinned again with `pin` for the (new) rights. `mr` is invalid from
+    /// then on; on failure it is left as it was. Process context, in the registering
+    /// process.
+    pub(crate) fn rereg_user(
+        &self,
+        mr: &RrxeMr,
+        req: &MrRereg,
+        pin: &UmemPinner,
+    ) -> Result<(RrxeMr, u32)> {
+        let old = &mr.state;
+        // Only user MRs come through uverbs; a DMA MR has no translation to keep.
+        let Memory::User(umem) = &old.memory else {
+            return Err(EINVAL);
+        };
+        let access = req.access.unwrap_or(old.access() as i32);
+        let (addr, length, iova) = req
+            .trans
+            .unwrap_or((umem.address(), old.length(), old.iova()));
+        iova.checked_add(length).ok_or(EINVAL)?;
+        // Pinned first: a failure here leaves `mr` untouched.
+        let umem = pin.pin(addr, length, access)?;
+        // An MR with bound windows cannot be reregistered, as it cannot be deregistered (IBA
+        // 10.6.7.3): the windows would reach memory the MR no longer describes.
+        old.valid.store(false, Ordering::SeqCst);
+        if old.windows.load(Ordering::SeqCst) != 0 {
+            old.valid.store(true, Ordering::SeqCst);
+            return Err(EINVAL);
         }
+        self.register(req.pd, Memory::User(umem), iova, length, access)
+            .inspect_err(|_| {
+                old.valid.store(true, Ordering::SeqCst);
+            })
     }
-    Ok((mr, key))
-}
 
-/// Registers pinned user memory: `length` bytes, the first at `iova` in the MR's address
-/// space (`ibv_reg_mr_iova`: it need not be the user address; offsets are `va - iova`).
-pub(crate) fn reg_user(
-    dev: &RrxeDevice,
-    pd: PdId,
-    umem: Umem,
-    iova: u64,
-    length: u64,
-    access: i32,
-) -> Result<(RrxeMr, u32)> {
-    // The MR's address range must not wrap around.
-    iova.checked_add(length).ok_or(EINVAL)?;
-    register(dev, pd, Memory::User(umem), iova, length, access)
-}
-
-/// Reregisters user MR `mr` (IBA 11.2.8.2) as a new registration: new keys (a fresh table
-/// index, so the core's destruction of `mr` afterwards cannot take the new MR's entry), the
-/// memory pinned again for the (new) rights. `mr` is invalid from then on; on failure it is
-/// left as it was. Process context, in the registering process.
-pub(crate) fn rereg_user(dev: &Device<Rrxe>, mr: &RrxeMr, req: &MrRereg) -> Result<(RrxeMr, u32)> {
-    let old = &mr.state;
-    // Only user MRs come through uverbs; a DMA MR has no translation to keep.
-    let Memory::User(umem) = &old.memory else {
-        return Err(EINVAL);
-    };
-    let access = req.access.unwrap_or(old.access() as i32);
-    let (addr, length, iova) = req
-        .trans
-        .unwrap_or((umem.address(), old.length(), old.iova()));
-    iova.checked_add(length).ok_or(EINVAL)?;
-    // Pinned first: a failure here leaves `mr` untouched.
-    let umem = Umem::get(dev, addr, length, access)?;
-    // An MR with bound windows cannot be reregistered, as it cannot be deregistered (IBA
-    // 10.6.7.3): the windows would reach memory the MR no longer describes.
-    old.valid.store(false, Ordering::SeqCst);
-    if old.windows.load(Ordering::SeqCst) != 0 {
-        old.valid.store(true, Ordering::SeqCst);
-        return Err(EINVAL);
+    /// Creates the all-memory MR of a kernel PD.
+    pub(crate) fn dma(&self, pd: PdId, memory: KernelMemory, access: i32) -> Result<(RrxeMr, u32)> {
+        self.register(pd, Memory::Kernel(memory), 0, 0, access)
     }
-    register(dev.data(), req.pd, Memory::User(umem), iova, length, access).inspect_err(|_| {
-        old.valid.store(true, Ordering::SeqCst);
-    })
-}
 
-/// Creates the all-memory MR of a kernel PD.
-pub(crate) fn dma(
-    dev: &RrxeDevice,
-    pd: PdId,
-    memory: KernelMemory,
-    access: i32,
-) -> Result<(RrxeMr, u32)> {
-    register(dev, pd, Memory::Kernel(memory), 0, 0, access)
-}
+    /// Destroys an MR: its key becomes invalid at once; in-flight users keep the memory
+    /// until they drop their references (the caller drops `mr` on success). Fails with
+    /// `EINVAL`, the MR unchanged, while memory windows are bound to it (IBA 10.6.7.3;
+    /// rdma_rxe's `num_mw` check). Process context.
+    pub(crate) fn dereg(&self, mr: &RrxeMr) -> Result {
+        let was = mr.state.valid.swap(false, Ordering::SeqCst);
+        if mr.state.windows.load(Ordering::SeqCst) != 0 {
+            mr.state.valid.store(was, Ordering::SeqCst);
+            return Err(EINVAL);
+        }
+        // Drops the table's reference (not the last one: `mr` holds another).
+        drop(self.mrs.remove(region::key_index(mr.state.key())));
+        Ok(())
+    }
 
-/// Destroys an MR: its key becomes invalid at once; in-flight users keep the memory until
-/// they drop their references (the caller drops `mr` on success). Fails with `EINVAL`, the
-/// MR unchanged, while memory windows are bound to it (IBA 10.6.7.3; rdma_rxe's `num_mw`
-/// check). Process context.
-pub(crate) fn dereg(dev: &RrxeDevice, mr: &RrxeMr) -> Result {
-    let was = mr.state.valid.swap(false, Ordering::SeqCst);
-    if mr.state.windows.load(Ordering::SeqCst) != 0 {
-        mr.state.valid.store(was, Ordering::SeqCst);
-        return Err(EINVAL);
+    /// Creates a fast-register MR of kernel PD `pd` with room for `max_pages` pages; it
+    /// starts free (IBA base memory management extensions: Allocate L_Key). Process context.
+    pub(crate) fn alloc_fast(
+        &self,
+        pd: PdId,
+        mem: KernelMemory,
+        max_pages: u32,
+    ) -> Result<(RrxeMr, u32)> {
+        if max_pages == 0 || max_pages > params::MAX_FAST_REG_PAGES {
+            return Err(EINVAL);
+        }
+        let n = max_pages as usize;
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            pages.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        let fast = FastPages {
+            mem,
+            pages,
+            npages: AtomicUsize::new(0),
+            page_shift: AtomicU32::new(params::PAGE_SHIFT),
+        };
+        self.register(pd, Memory::Fast(fast), 0, 0, 0)
     }
-    // Drops the table's reference (not the last one: `mr` holds another).
-    drop(dev.mrs().remove(region::key_index(mr.state.key())));
-    Ok(())
-}
 
-/// Creates a fast-register MR of kernel PD `pd` with room for `max_pages` pages; it starts
-/// free (IBA base memory management extensions: Allocate L_Key). Process context.
-pub(crate) fn alloc_fast(
-    dev: &RrxeDevice,
-    pd: PdId,
-    mem: KernelMemory,
-    max_pages: u32,
-) -> Result<(RrxeMr, u32)> {
-    if max_pages == 0 || max_pages > params::MAX_FAST_REG_PAGES {
-        return Err(EINVAL);
+    /// Executes a Fast Register WQE of a QP of `pd`: the MR `key`'s index names becomes
+    /// valid under `key` for `length` bytes at `iova` with `access`. It must be a
+    /// fast-register MR of the QP's PD and free (a Fast Register of a valid MR is an error;
+    /// the consumer invalidates first), and its page list must hold the range. Remote Write
+    /// and Atomic need Local Write (IBA 10.6.3.1, the rule `ib_check_mr_access` applies to
+    /// every registration). Any failure is a local operation error for the WQE. Process
+    /// context.
+    pub(crate) fn fast_register(
+        &self,
+        pd: PdId,
+        key: u32,
+        access: u32,
+        iova: u64,
+        length: u64,
+    ) -> Result<(), ()> {
+        let mr = self.mrs.get(region::key_index(key)).ok_or(())?;
+        let Memory::Fast(fast) = &mr.memory else {
+            return Err(());
+        };
+        if mr.pd != pd || mr.is_valid() {
+            return Err(());
+        }
+        let writes =
+            b::ib_access_flags_IB_ACCESS_REMOTE_WRITE | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        if access & writes != 0 && access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
+            return Err(());
+        }
+        // Zero-based and on-demand registrations are not offered.
+        if access & (b::ib_access_flags_IB_ZERO_BASED | b::ib_access_flags_IB_ACCESS_ON_DEMAND) != 0
+        {
+            return Err(());
+        }
+        let shift = fast.page_shift.load(Ordering::Relaxed);
+        let size = 1u64 << shift;
+        let npages = fast.npages.load(Ordering::Acquire) as u64;
+        let end = (iova & (size - 1)).checked_add(length).ok_or(())?;
+        if iova.checked_add(length).is_none() || end > npages << shift {
+            return Err(());
+        }
+        mr.access.store(access, Ordering::Relaxed);
+        mr.iova.store(iova, Ordering::Relaxed);
+        mr.length.store(length, Ordering::Relaxed);
+        mr.key.store(key, Ordering::Release);
+        // Publishes the fields above to `lookup` (Acquire); a racing Fast Register of the
+        // same MR loses here.
+        mr.valid
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| ())
     }
-    let n = max_pages as usize;
-    let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
-    for _ in 0..n {
-        pages.push(AtomicU64::new(0), GFP_KERNEL)?;
+
+    /// Invalidates the fast-register MR `key` names, for a Local Invalidate or a Send with
+    /// Invalidate on a QP of `pd`: the whole key must match a valid fast-register MR of the
+    /// QP's PD; MRs registered through the verbs are not invalidatable (o10-32), nor is one
+    /// with windows bound. It becomes free; accesses through its R_Key fail from now on (a
+    /// Remote Access Error NAK for a peer). Process context.
+    pub(crate) fn invalidate(&self, pd: PdId, key: u32) -> Result<(), ()> {
+        let mr = self.mrs.get(region::key_index(key)).ok_or(())?;
+        if !matches!(mr.memory, Memory::Fast(_)) || mr.pd != pd || mr.key() != key {
+            return Err(());
+        }
+        if mr.windows.load(Ordering::SeqCst) != 0 {
+            return Err(());
+        }
+        mr.valid
+            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| ())
     }
-    let fast = FastPages {
-        mem,
-        pages,
-        npages: AtomicUsize::new(0),
-        page_shift: AtomicU32::new(params::PAGE_SHIFT),
-    };
-    register(dev, pd, Memory::Fast(fast), 0, 0, 0)
 }
 
 /// Starts a new page list for a fast-register MR (`map_mr_sg`), of pages of `page_size`
@@ -521,74 +603,4 @@ pub(crate) fn map_page(mr: &RrxeMr, addr: u64) -> Result {
     slot.store(addr, Ordering::Relaxed);
     fast.npages.store(n + 1, Ordering::Release);
     Ok(())
-}
-
-/// A Fast Register WQE (`IB_WR_REG_MR`): the MR its key names becomes valid with that key,
-/// the range and the rights.
-pub(crate) struct FastRegRequest {
-    pub(crate) key: u32,
-    pub(crate) access: u32,
-    pub(crate) iova: u64,
-    pub(crate) length: u64,
-}
-
-/// Executes a Fast Register WQE of a QP of `pd`: the MR (named by the key's index) must be a
-/// fast-register MR of the QP's PD and free (a Fast Register of a valid MR is an error; the
-/// consumer invalidates first), and its page list must hold the range. Remote Write and
-/// Atomic need Local Write (IBA 10.6.3.1, the rule `ib_check_mr_access` applies to every
-/// registration). Any failure is a local operation error for the WQE. Process context.
-pub(crate) fn fast_register(dev: &RrxeDevice, pd: PdId, req: &FastRegRequest) -> Result<(), ()> {
-    let mr = dev.mrs().get(region::key_index(req.key)).ok_or(())?;
-    let Memory::Fast(fast) = &mr.memory else {
-        return Err(());
-    };
-    if mr.pd != pd || mr.is_valid() {
-        return Err(());
-    }
-    let writes =
-        b::ib_access_flags_IB_ACCESS_REMOTE_WRITE | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    if req.access & writes != 0 && req.access & b::ib_access_flags_IB_ACCESS_LOCAL_WRITE == 0 {
-        return Err(());
-    }
-    // Zero-based and on-demand registrations are not offered.
-    if req.access & (b::ib_access_flags_IB_ZERO_BASED | b::ib_access_flags_IB_ACCESS_ON_DEMAND) != 0
-    {
-        return Err(());
-    }
-    let shift = fast.page_shift.load(Ordering::Relaxed);
-    let size = 1u64 << shift;
-    let npages = fast.npages.load(Ordering::Acquire) as u64;
-    let end = (req.iova & (size - 1)).checked_add(req.length).ok_or(())?;
-    if req.iova.checked_add(req.length).is_none() || end > npages << shift {
-        return Err(());
-    }
-    mr.access.store(req.access, Ordering::Relaxed);
-    mr.iova.store(req.iova, Ordering::Relaxed);
-    mr.length.store(req.length, Ordering::Relaxed);
-    mr.key.store(req.key, Ordering::Release);
-    // Publishes the fields above to `lookup` (Acquire); a racing Fast Register of the
-    // same MR loses here.
-    mr.valid
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .map(|_| ())
-        .map_err(|_| ())
-}
-
-/// Invalidates the fast-register MR `key` names, for a Local Invalidate or a Send with
-/// Invalidate on a QP of `pd`: the whole key must match a valid fast-register MR of the
-/// QP's PD; MRs registered through the verbs are not invalidatable (o10-32), nor is one
-/// with windows bound. It becomes free; accesses through its R_Key fail from now on (a
-/// Remote Access Error NAK for a peer). Process context.
-pub(crate) fn invalidate(dev: &RrxeDevice, pd: PdId, key: u32) -> Result<(), ()> {
-    let mr = dev.mrs().get(region::key_index(key)).ok_or(())?;
-    if !matches!(mr.memory, Memory::Fast(_)) || mr.pd != pd || mr.key() != key {
-        return Err(());
-    }
-    if mr.windows.load(Ordering::SeqCst) != 0 {
-        return Err(());
-    }
-    mr.valid
-        .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-        .map(|_| ())
-        .map_err(|_| ())
 }

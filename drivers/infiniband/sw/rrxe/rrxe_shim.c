@@ -135,9 +135,19 @@ void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
 	INIT_WORK(work, fn);
 }
 
-bool rrxe_queue_work(struct work_struct *work)
+/*
+ * The driver's workqueue: high priority, as the system one rrxe used before (the
+ * transport's timers are short), reclaim-safe since storage traffic (NVMe-oF) may run over
+ * it.
+ */
+struct workqueue_struct *rrxe_alloc_task_queue(void)
 {
-	return queue_work(system_highpri_wq, work);
+	return alloc_workqueue("rrxe", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+}
+
+bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work)
+{
+	return queue_work(wq, work);
 }
 
 void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
@@ -258,6 +268,32 @@ void rrxe_atomic_unlock_irqrestore(unsigned long flags)
 
 /* Serialises opening and closing the RoCEv2 UDP sockets (glue/net.rs, Tunnel). */
 static DEFINE_MUTEX(rrxe_tunnel_mutex);
+
+/* Guards the soft-RoCE receive index (glue/net.rs, RxIndex); looked up in softirq. */
+static DEFINE_SPINLOCK(rrxe_rx_index_spinlock);
+
+unsigned long rrxe_rx_index_lock(void)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rrxe_rx_index_spinlock, flags);
+	return flags;
+}
+
+void rrxe_rx_index_unlock(unsigned long flags)
+{
+	spin_unlock_irqrestore(&rrxe_rx_index_spinlock, flags);
+}
+
+void rrxe_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void rrxe_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
 
 void rrxe_tunnel_lock(void)
 {

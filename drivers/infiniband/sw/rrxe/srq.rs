@@ -8,13 +8,15 @@
 //! `RecvRing`); the consumer index advances at that moment, not at completion, so the slot
 //! is free for the provider again while the QP is still filling the buffers it names.
 
-use crate::device::Rrxe;
-use crate::glue::queue::SharedQueue;
-use crate::glue::rdma::{eopnotsupp, Device, UData};
-use crate::glue::srq::{Srq, SrqAttr, SrqEvent, SrqModify, SrqRef};
+use crate::abi::{RECV_WQE_HEADER, SGE_LEN};
+use crate::glue::error::eopnotsupp;
+use crate::glue::queue::{SharedQueue, UserMmapInfo};
+use crate::glue::rdma::attr::{SrqAttr, SrqModify};
+use crate::glue::rdma::object::{SrqEvent, SrqHandle};
+use crate::glue::rdma::udata::UData;
 use crate::glue::sync::{IrqSpinLock, LockClass};
+use crate::glue::table::IndexTable;
 use crate::params;
-use crate::wq::{RECV_WQE_HEADER, SGE_LEN};
 use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -36,7 +38,7 @@ pub(crate) struct RrxeSrq {
 /// The part of an SRQ the QPs attached to it reach.
 #[pin_data]
 pub(crate) struct SrqShared {
-    srq: SrqRef<Rrxe>,
+    srq: SrqHandle,
     /// Fixed at creation: a resize keeps the element size (IBA 11.2.3.3 changes only the
     /// number of WRs).
     max_sge: u32,
@@ -82,30 +84,31 @@ impl SrqShared {
         wqe_len(self.max_sge)
     }
 
-    /// Takes the oldest posted WQE, copying its first `dst.len()` bytes into `dst`; returns
-    /// whether there was one. Raises the limit event, once, when fewer WQEs than the armed
-    /// limit remain (IBA 10.2.9.3, 11.6.3.3 SRQ Limit Reached).
-    pub(crate) fn take(&self, dst: &mut [u8]) -> bool {
-        let fire = {
-            let mut ring = self.ring.lock();
-            if ring.count() == 0 {
-                return false;
-            }
-            let index = ring.consumer;
-            ring.queue.read_slot_bytes(index, dst);
-            ring.consumer = ring.queue.next(index);
-            ring.queue.set_consumer(ring.consumer);
-            let fire = ring.limit != 0 && ring.count() < ring.limit;
-            if fire {
-                // One-shot: the consumer re-arms with Modify SRQ.
-                ring.limit = 0;
-            }
-            fire
-        };
-        if fire {
-            self.srq.dispatch_event(SrqEvent::LimitReached);
+    /// Takes the oldest posted WQE, copying its first `dst.len()` bytes into `dst`; `None`
+    /// if there was none, else whether fewer WQEs than the armed limit remain now, in which
+    /// case the limit is disarmed and the caller owes the consumer the limit event (IBA
+    /// 10.2.9.3, 11.6.3.3 SRQ Limit Reached: one-shot, re-armed by Modify SRQ), which it
+    /// raises with [`SrqShared::limit_reached`] once it holds no lock.
+    pub(crate) fn take(&self, dst: &mut [u8]) -> Option<bool> {
+        let mut ring = self.ring.lock();
+        if ring.count() == 0 {
+            return None;
         }
-        true
+        let index = ring.consumer;
+        ring.queue.read_slot_bytes(index, dst);
+        ring.consumer = ring.queue.next(index);
+        ring.queue.set_consumer(ring.consumer);
+        let fire = ring.limit != 0 && ring.count() < ring.limit;
+        if fire {
+            ring.limit = 0;
+        }
+        Some(fire)
+    }
+
+    /// Raises the SRQ limit event [`SrqShared::take`] said is owed. Must not be called with
+    /// a QP's lock held: the consumer's handler may act on the SRQ or its QPs.
+    pub(crate) fn limit_reached(&self) {
+        self.srq.dispatch_event(SrqEvent::LimitReached);
     }
 
     /// WQEs posted and not yet taken.
@@ -114,10 +117,26 @@ impl SrqShared {
     }
 }
 
+/// A device's SRQs, by SRQ number.
+#[pin_data]
+pub(crate) struct SrqTable {
+    #[pin]
+    srqs: IndexTable<SrqShared>,
+}
+
+impl SrqTable {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            srqs <- IndexTable::new(),
+        })
+    }
+}
+
 /// Creates a user SRQ and exports its ring (`rxe_create_srq_resp`).
 pub(crate) fn create(
-    dev: &Device<Rrxe>,
-    srq: SrqRef<Rrxe>,
+    srqs: &SrqTable,
+    srq: SrqHandle,
     attr: &mut SrqAttr,
     udata: Option<&mut UData>,
 ) -> Result<RrxeSrq> {
@@ -133,8 +152,7 @@ pub(crate) fn create(
     let capacity = queue.capacity();
     // rdma_rxe arms the limit given at creation as it stands.
     let limit = attr.limit;
-    let srqs = dev.data().srqs();
-    let slot = srqs.reserve(params::MIN_SRQN, params::MAX_SRQN)?;
+    let slot = srqs.srqs.reserve(params::MIN_SRQN, params::MAX_SRQN)?;
     let mi = queue.export(udata)?;
     udata.respond(&crate::glue::bindings::rxe_create_srq_resp {
         mi,
@@ -166,8 +184,8 @@ pub(crate) fn create(
 }
 
 /// Applies a Modify SRQ (IBA 11.2.3.3): a resize, and arming the limit.
-pub(crate) fn modify(srq: &Srq<Rrxe>, m: &SrqModify, udata: Option<&mut UData>) -> Result {
-    let shared = &srq.data().shared;
+pub(crate) fn modify(srq: &RrxeSrq, m: &SrqModify, udata: Option<&mut UData>) -> Result {
+    let shared = &srq.shared;
     let _serial = shared.modify.lock();
     let (capacity, limit) = {
         let ring = shared.ring.lock();
@@ -201,9 +219,10 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, m: &SrqModify, udata: Option<&mut UData>) 
 /// holds its SRQ lock across the call and the remapping, so it posts nothing meanwhile.
 fn resize(shared: &SrqShared, max_wr: u32, m: &SrqModify, udata: Option<&mut UData>) -> Result {
     // A kernel SRQ does not exist (see `create`), so a user one always has both.
-    let (Some(udata), Some(out)) = (udata, m.mmap_info.as_ref()) else {
+    let (Some(udata), Some(addr)) = (udata, m.mmap_info_addr) else {
         return Err(EINVAL);
     };
+    let out = UserMmapInfo(addr);
     // Allocation, export and the copy to userspace may sleep: all before taking the lock.
     let mut queue = new_queue(max_wr, shared.max_sge)?;
     let mi = queue.export(udata)?;
@@ -222,8 +241,8 @@ fn resize(shared: &SrqShared, max_wr: u32, m: &SrqModify, udata: Option<&mut UDa
 }
 
 /// Reports an SRQ's attributes (IBA 11.2.3.2).
-pub(crate) fn query(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
-    let shared = &srq.data().shared;
+pub(crate) fn query(srq: &RrxeSrq) -> Result<SrqAttr> {
+    let shared = &srq.shared;
     let ring = shared.ring.lock();
     Ok(SrqAttr {
         max_wr: ring.queue.capacity(),
@@ -233,8 +252,8 @@ pub(crate) fn query(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
 }
 
 /// Destroys an SRQ; the core has checked that no QP uses it.
-pub(crate) fn destroy(dev: &Device<Rrxe>, srq: &Srq<Rrxe>) {
-    drop(dev.data().srqs().remove(srq.data().num));
+pub(crate) fn destroy(srqs: &SrqTable, srq: &RrxeSrq) {
+    drop(srqs.srqs.remove(srq.num));
 }
 
 impl RrxeSrq {

@@ -8,25 +8,18 @@
 //! what it validated is what it executes. Indices seen by the engine run freely (u32); the
 //! ring's own indices are masked.
 
-use crate::glue::bindings as b;
-use crate::glue::qp::{RecvWr, SendWr};
+use crate::abi::{put_sge, put_u32, put_u64, recv, send, send_flag, sge_at, u32_at, u64_at, wr};
+use crate::abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_LEN};
 use crate::glue::queue::{MmapInfo, SharedQueue};
-use crate::glue::rdma::UData;
-use crate::mr::FastRegRequest;
-use crate::mw::BindRequest;
+use crate::glue::rdma::udata::UData;
+use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::srq::SrqShared;
-use crate::transport::qp::wqe::{RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendWqe, UdDest};
-use crate::transport::qp::{RecvQueue, SendQueue};
-use crate::Rrxe;
+use crate::transport::qp::state::QpType;
+use crate::transport::qp::wqe::{
+    LocalOp, RecvQueue, RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendQueue, SendWqe, Sge, UdDest,
+};
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
-/// Bytes of `struct rxe_send_wqe` before its SGE list / inline data.
-const SEND_WQE_HEADER: usize = 208;
-/// Bytes of `struct rxe_recv_wqe` before its SGE list.
-pub(crate) const RECV_WQE_HEADER: usize = 40;
-/// Bytes of one `struct rxe_sge` (addr u64, length u32, lkey u32).
-pub(crate) const SGE_LEN: usize = 16;
 
 /// Most SGEs per WQE (rdma_rxe's RXE_MAX_SGE).
 pub(crate) const MAX_SGE: u32 = 32;
@@ -34,79 +27,6 @@ pub(crate) const MAX_SGE: u32 = 32;
 pub(crate) const MAX_INLINE: u32 = 512;
 /// Most WRs per queue (rdma_rxe's RXE_MAX_QP_WR).
 pub(crate) const MAX_WR: u32 = 1 << 14;
-
-/// `IB_WR_*` opcodes (shared with `IBV_WR_*`).
-mod wr {
-    pub(super) const RDMA_WRITE: u32 = 0;
-    pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
-    pub(super) const SEND: u32 = 2;
-    pub(super) const SEND_WITH_IMM: u32 = 3;
-    pub(super) const RDMA_READ: u32 = 4;
-    pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
-    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
-    pub(super) const LOCAL_INV: u32 = 7;
-    pub(super) const BIND_MW: u32 = 8;
-    pub(super) const SEND_WITH_INV: u32 = 9;
-    pub(super) const ATOMIC_WRITE: u32 = 15;
-    /// Kernel only (`enum ib_wr_opcode`): rdma-core has no such `IBV_WR_*`.
-    pub(super) const REG_MR: u32 = 0x20;
-}
-
-const _: () = assert!(wr::REG_MR == b::ib_wr_opcode_IB_WR_REG_MR);
-
-/// Kinds of local operations, numbered as the completion opcode (`IB_WC_*`) they report.
-pub(crate) mod local {
-    pub(crate) const BIND_MW: u8 = 5;
-    pub(crate) const LOCAL_INV: u8 = 6;
-    pub(crate) const REG_MR: u8 = 10;
-}
-
-const _: () = assert!(local::REG_MR as u32 == b::ib_wc_opcode_IB_WC_REG_MR);
-
-/// `IB_SEND_*` flags.
-mod send_flag {
-    pub(super) const FENCE: u32 = 1;
-    pub(super) const SIGNALED: u32 = 2;
-    pub(super) const SOLICITED: u32 = 4;
-    pub(super) const INLINE: u32 = 8;
-}
-
-/// A scatter/gather element: `len` bytes at `addr` in the MR of `lkey`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Sge {
-    pub(crate) addr: u64,
-    pub(crate) len: u32,
-    pub(crate) lkey: u32,
-}
-
-/// Which transport service the queue serves; decides the opcodes it accepts (IBA 10.7.2.1,
-/// table of operations per service type).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Service {
-    Rc,
-    Uc,
-    Ud,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut v = [0; 4];
-    v.copy_from_slice(&b[at..at + 4]);
-    u32::from_ne_bytes(v)
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut v = [0; 8];
-    v.copy_from_slice(&b[at..at + 8]);
-    u64::from_ne_bytes(v)
-}
-
-fn sge_at(b: &[u8], at: usize) -> Sge {
-    Sge {
-        addr: u64_at(b, at),
-        len: u32_at(b, at + 8),
-        lkey: u32_at(b, at + 12),
-    }
-}
 
 /// A send queue: the shared ring and the kernel's copies of its WQEs.
 pub(crate) struct SendRing {
@@ -119,7 +39,7 @@ pub(crate) struct SendRing {
     head: u32,
     /// Free-running index of the next WQE to copy.
     copied: u32,
-    service: Service,
+    qp_type: QpType,
     max_sge: u32,
     max_inline: u32,
     signal_all: bool,
@@ -130,7 +50,7 @@ impl SendRing {
     /// Returns it with the granted sizes (rdma_rxe's rule: the SGE area is shared with
     /// inline data, so each grows to the larger of the two).
     pub(crate) fn new(
-        service: Service,
+        qp_type: QpType,
         max_wr: u32,
         max_sge: u32,
         max_inline: u32,
@@ -155,7 +75,7 @@ impl SendRing {
                 copies,
                 head: 0,
                 copied: 0,
-                service,
+                qp_type,
                 mi,
                 max_sge: sge,
                 max_inline: inline,
@@ -222,64 +142,12 @@ impl SendRing {
         &self.copies[slot * size..(slot + 1) * size]
     }
 
-    /// SGE `i` of WQE `index`, if it has that many.
-    pub(crate) fn sge(&self, index: u32, i: u32) -> Option<Sge> {
-        let b = self.copy(index);
-        let n = u32_at(b, 196);
-        if i >= n || n > self.max_sge || u32_at(b, 16) & send_flag::INLINE != 0 {
-            return None;
-        }
-        Some(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN))
-    }
-
-    /// The inline data of WQE `index`, if it has any.
-    pub(crate) fn inline_data(&self, index: u32) -> Option<&[u8]> {
-        let b = self.copy(index);
-        if u32_at(b, 16) & send_flag::INLINE == 0 {
-            return None;
-        }
-        let len = u32_at(b, 184).min(self.max_inline) as usize;
-        Some(&b[SEND_WQE_HEADER..SEND_WQE_HEADER + len])
-    }
-
-    /// The R_Key a Local Invalidate WQE names.
-    pub(crate) fn invalidate_rkey(&self, index: u32) -> u32 {
-        u32_at(self.copy(index), 20)
-    }
-
-    /// The fields of a Fast Register WQE. rdma_rxe's WQE carries an MR pointer there;
-    /// rrxe's kernel poster writes the iova and length the consumer's `map_mr_sg` set
-    /// instead, and the MR is found by its key, so nothing in a ring (which a user QP's
-    /// owner can write) is ever taken for an address.
-    pub(crate) fn fast_reg_request(&self, index: u32) -> FastRegRequest {
-        let b = self.copy(index);
-        FastRegRequest {
-            iova: u64_at(b, 24),
-            key: u32_at(b, 32),
-            access: u32_at(b, 36),
-            length: u64_at(b, 40),
-        }
-    }
-
-    /// The `wr.mw` fields of a Bind Memory Window WQE.
-    pub(crate) fn bind_request(&self, index: u32) -> BindRequest {
-        let b = self.copy(index);
-        BindRequest {
-            addr: u64_at(b, 24),
-            length: u64_at(b, 32),
-            mr_lkey: u32_at(b, 40),
-            mw_rkey: u32_at(b, 44),
-            rkey: u32_at(b, 48),
-            access: u32_at(b, 52),
-        }
-    }
-
     /// Decodes WQE `index`; WQEs the QP cannot execute decode as
     /// [`SendOpcode::Unsupported`] and complete with a local QP operation error.
     fn decode(&self, index: u32) -> SendWqe {
         let b = self.copy(index);
-        let flags_raw = u32_at(b, 16);
-        let ex = u32::from_be(u32_at(b, 20));
+        let flags_raw = u32_at(b, send::FLAGS);
+        let ex = u32::from_be(u32_at(b, send::EX));
         let mut flags = SendFlags::NONE;
         if self.signal_all || flags_raw & send_flag::SIGNALED != 0 {
             flags = flags.union(SendFlags::SIGNALED);
@@ -295,17 +163,17 @@ impl SendRing {
             flags = flags.union(SendFlags::INLINE);
         }
         let mut wqe = SendWqe {
-            wr_id: u64_at(b, 0),
+            wr_id: u64_at(b, send::WR_ID),
             flags,
             ..Default::default()
         };
         // The length is recomputed from what will be moved, never taken from the
         // provider's `dma.length` for SGE lists.
         let length = if inline {
-            let len = u32_at(b, 184);
+            let len = u32_at(b, send::DMA_LENGTH);
             (len <= self.max_inline).then_some(len)
         } else {
-            let n = u32_at(b, 196);
+            let n = u32_at(b, send::DMA_NUM_SGE);
             (n <= self.max_sge)
                 .then(|| {
                     (0..n).try_fold(0u32, |sum, i| {
@@ -320,16 +188,16 @@ impl SendRing {
         };
         wqe.length = length;
         let rdma = RemoteAddr {
-            va: u64_at(b, 24),
-            rkey: u32_at(b, 32),
+            va: u64_at(b, send::REMOTE_ADDR),
+            rkey: u32_at(b, send::RDMA_RKEY),
         };
-        let opcode = u32_at(b, 12);
-        let allowed = match self.service {
-            Service::Rc => true,
+        let opcode = u32_at(b, send::OPCODE);
+        let allowed = match self.qp_type {
+            QpType::Rc => true,
             // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends. Local Invalidate is
             // taken on RC only, as rdma_rxe does (rxe_wr_opcode_info); Atomic Write exists
             // for RC only (IBA 1.5 memory placement extensions).
-            Service::Uc => !matches!(
+            QpType::Uc => !matches!(
                 opcode,
                 wr::RDMA_READ
                     | wr::ATOMIC_CMP_AND_SWP
@@ -338,13 +206,13 @@ impl SendRing {
                     | wr::LOCAL_INV
                     | wr::REG_MR
             ),
-            Service::Ud => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
+            QpType::Ud | QpType::Gsi => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
         };
         wqe.opcode = match opcode {
             _ if !allowed => SendOpcode::Unsupported,
             wr::SEND => SendOpcode::Send,
             wr::SEND_WITH_IMM => SendOpcode::SendWithImm(ex),
-            wr::SEND_WITH_INV => SendOpcode::SendWithInv(u32_at(b, 20)),
+            wr::SEND_WITH_INV => SendOpcode::SendWithInv(u32_at(b, send::EX)),
             wr::RDMA_WRITE => SendOpcode::RdmaWrite,
             wr::RDMA_WRITE_WITH_IMM => SendOpcode::RdmaWriteWithImm(ex),
             wr::RDMA_READ => SendOpcode::RdmaRead,
@@ -352,13 +220,33 @@ impl SendRing {
                 SendOpcode::Unsupported
             }
             wr::ATOMIC_CMP_AND_SWP => SendOpcode::AtomicCmpSwap {
-                compare: u64_at(b, 32),
-                swap: u64_at(b, 40),
+                compare: u64_at(b, send::COMPARE_ADD),
+                swap: u64_at(b, send::SWAP),
             },
-            wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd { add: u64_at(b, 32) },
-            wr::LOCAL_INV => SendOpcode::Local(local::LOCAL_INV),
-            wr::BIND_MW => SendOpcode::Local(local::BIND_MW),
-            wr::REG_MR => SendOpcode::Local(local::REG_MR),
+            wr::ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAdd {
+                add: u64_at(b, send::COMPARE_ADD),
+            },
+            wr::LOCAL_INV => SendOpcode::Local(LocalOp::Invalidate {
+                key: u32_at(b, send::EX),
+            }),
+            wr::BIND_MW => SendOpcode::Local(LocalOp::BindMw {
+                mw_rkey: u32_at(b, send::MW_RKEY),
+                rkey: u32_at(b, send::MW_NEW_RKEY),
+                mr_lkey: u32_at(b, send::MW_MR_LKEY),
+                addr: u64_at(b, send::MW_ADDR),
+                length: u64_at(b, send::MW_LENGTH),
+                access: u32_at(b, send::MW_ACCESS),
+            }),
+            // rdma_rxe's WQE carries an MR pointer here; rrxe's kernel poster writes the
+            // iova and length the consumer's `map_mr_sg` set instead, and the MR is found by
+            // its key, so nothing in a ring (which a user QP's owner can write) is ever taken
+            // for an address.
+            wr::REG_MR => SendOpcode::Local(LocalOp::FastRegister {
+                key: u32_at(b, send::REG_KEY),
+                access: u32_at(b, send::REG_ACCESS),
+                iova: u64_at(b, send::REG_IOVA),
+                length: u64_at(b, send::REG_LENGTH),
+            }),
             // The rxe provider puts the value in `dma.atomic_wr`, where inline data would go.
             wr::ATOMIC_WRITE => match b
                 .get(SEND_WQE_HEADER..SEND_WQE_HEADER + 8)
@@ -380,17 +268,17 @@ impl SendRing {
             SendOpcode::AtomicCmpSwap { .. } | SendOpcode::AtomicFetchAdd { .. } => {
                 wqe.length = 8;
                 wqe.remote = RemoteAddr {
-                    va: u64_at(b, 24),
-                    rkey: u32_at(b, 48),
+                    va: u64_at(b, send::REMOTE_ADDR),
+                    rkey: u32_at(b, send::ATOMIC_RKEY),
                 };
             }
             _ => {}
         }
-        if self.service == Service::Ud {
+        if matches!(self.qp_type, QpType::Ud | QpType::Gsi) {
             wqe.ud = UdDest {
-                dest_qpn: u32_at(b, 24) & 0x00ff_ffff,
-                qkey: u32_at(b, 28),
-                ah: u32_at(b, 36),
+                dest_qpn: u32_at(b, send::UD_QPN) & 0x00ff_ffff,
+                qkey: u32_at(b, send::UD_QKEY),
+                ah: u32_at(b, send::UD_AH),
             };
         }
         wqe
@@ -414,6 +302,24 @@ impl SendQueue for SendRing {
     fn retire(&mut self, index: u32) {
         self.head = index.wrapping_add(1);
         self.ring.set_consumer(self.head);
+    }
+
+    fn sge(&self, index: u32, i: u32) -> Option<Sge> {
+        let b = self.copy(index);
+        let n = u32_at(b, send::DMA_NUM_SGE);
+        if i >= n || n > self.max_sge || u32_at(b, send::FLAGS) & send_flag::INLINE != 0 {
+            return None;
+        }
+        Some(sge_at(b, SEND_WQE_HEADER + i as usize * SGE_LEN))
+    }
+
+    fn inline_data(&self, index: u32) -> Option<&[u8]> {
+        let b = self.copy(index);
+        if u32_at(b, send::FLAGS) & send_flag::INLINE == 0 {
+            return None;
+        }
+        let len = u32_at(b, send::DMA_LENGTH).min(self.max_inline) as usize;
+        Some(&b[SEND_WQE_HEADER..SEND_WQE_HEADER + len])
     }
 }
 
@@ -439,6 +345,9 @@ pub(crate) struct RecvRing {
     current_len: usize,
     current_id: u32,
     scratch: KVec<u8>,
+    /// Taking a WQE from the SRQ brought it below its armed limit: the SRQ's consumer is
+    /// owed the limit event, which the QP delivers outside its lock.
+    srq_limit_reached: bool,
 }
 
 impl RecvRing {
@@ -506,6 +415,7 @@ impl RecvRing {
             current_len: 0,
             current_id: 0,
             scratch: KVec::from_elem(0u8, wqe_len, GFP_KERNEL)?,
+            srq_limit_reached: false,
         })
     }
 
@@ -519,12 +429,17 @@ impl RecvRing {
         self.current_len = 0;
     }
 
-    /// SGE `i` of the receive WQE `id` taken last.
-    pub(crate) fn sge(&self, id: u32, i: u32) -> Option<Sge> {
-        if id != self.current_id {
-            return None;
+    /// The SRQ this queue takes from, if it is one.
+    pub(crate) fn srq(&self) -> Option<&Arc<SrqShared>> {
+        match &self.src {
+            RecvSource::Srq(srq) => Some(srq),
+            RecvSource::Ring(_) => None,
         }
-        self.current[..self.current_len].get(i as usize).copied()
+    }
+
+    /// Whether the SRQ's limit event is owed (once: the flag is cleared).
+    pub(crate) fn take_srq_limit_reached(&mut self) -> bool {
+        core::mem::take(&mut self.srq_limit_reached)
     }
 
     /// Copies the next WQE into `scratch`; returns whether there was one.
@@ -539,7 +454,13 @@ impl RecvRing {
                 ring.set_consumer(ring.next(index));
                 true
             }
-            RecvSource::Srq(srq) => srq.take(&mut self.scratch),
+            RecvSource::Srq(srq) => match srq.take(&mut self.scratch) {
+                Some(limit_reached) => {
+                    self.srq_limit_reached |= limit_reached;
+                    true
+                }
+                None => false,
+            },
         }
     }
 }
@@ -553,10 +474,10 @@ impl RecvQueue for RecvRing {
             let id = self.head;
             self.head = self.head.wrapping_add(1);
             let b = &self.scratch;
-            let n = u32_at(b, 28);
+            let n = u32_at(b, recv::DMA_NUM_SGE);
             self.current_len = 0;
             self.current_id = id;
-            let wr_id = u64_at(b, 0);
+            let wr_id = u64_at(b, recv::WR_ID);
             if n > self.max_sge {
                 // A malformed WQE: it still completes (with a length of zero room, so the
                 // message fails with a local length error) rather than being guessed at.
@@ -595,14 +516,13 @@ impl RecvQueue for RecvRing {
     fn is_shared(&self) -> bool {
         matches!(self.src, RecvSource::Srq(_))
     }
-}
 
-fn put_u32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    fn sge(&self, id: u32, i: u32) -> Option<Sge> {
+        if id != self.current_id {
+            return None;
+        }
+        self.current[..self.current_len].get(i as usize).copied()
+    }
 }
 
 /// Claims the slot at the producer index of `ring`, or fails with `ENOMEM` when the ring
@@ -627,38 +547,39 @@ pub(crate) struct SqPoster {
 
 impl SqPoster {
     /// Writes one WR; `ah_num` is the number of its AH (UD).
-    pub(crate) fn post(&mut self, wr: &SendWr<'_, Rrxe>, ah_num: u32) -> Result {
+    pub(crate) fn post<A>(&mut self, wr: &SendWr<'_, A>, ah_num: u32) -> Result {
         let slot = claim(&self.ring)?;
         let b = &mut self.scratch[..];
         b.fill(0);
-        put_u64(b, 0, wr.wr_id());
-        put_u32(b, 12, wr.opcode);
-        put_u32(b, 16, wr.flags);
-        put_u32(b, 20, wr.ex());
+        put_u64(b, send::WR_ID, wr.wr_id());
+        put_u32(b, send::OPCODE, wr.opcode);
+        put_u32(b, send::FLAGS, wr.flags);
+        put_u32(b, send::EX, wr.ex());
         match wr.opcode {
             wr::ATOMIC_CMP_AND_SWP | wr::ATOMIC_FETCH_AND_ADD => {
-                put_u64(b, 24, wr.remote.0);
-                put_u64(b, 32, wr.atomic.0);
-                put_u64(b, 40, wr.atomic.1);
-                put_u32(b, 48, wr.remote.1);
+                put_u64(b, send::REMOTE_ADDR, wr.remote.0);
+                put_u64(b, send::COMPARE_ADD, wr.atomic.0);
+                put_u64(b, send::SWAP, wr.atomic.1);
+                put_u32(b, send::ATOMIC_RKEY, wr.remote.1);
             }
             wr::REG_MR => {
                 let reg = wr.reg.as_ref().ok_or(EINVAL)?;
-                put_u64(b, 24, reg.iova);
-                put_u32(b, 32, reg.key);
-                put_u32(b, 36, reg.access);
-                put_u64(b, 40, reg.length);
+                put_u64(b, send::REG_IOVA, reg.iova);
+                put_u32(b, send::REG_KEY, reg.key);
+                put_u32(b, send::REG_ACCESS, reg.access);
+                put_u64(b, send::REG_LENGTH, reg.length);
             }
             _ => {
-                put_u64(b, 24, wr.remote.0);
-                put_u32(b, 32, wr.remote.1);
+                put_u64(b, send::REMOTE_ADDR, wr.remote.0);
+                put_u32(b, send::RDMA_RKEY, wr.remote.1);
             }
         }
         if let Some(ud) = &wr.ud {
-            put_u32(b, 24, ud.remote_qpn);
-            put_u32(b, 28, ud.remote_qkey);
-            b[32..34].copy_from_slice(&ud.pkey_index.to_ne_bytes());
-            put_u32(b, 36, ah_num);
+            put_u32(b, send::UD_QPN, ud.remote_qpn);
+            put_u32(b, send::UD_QKEY, ud.remote_qkey);
+            b[send::UD_PKEY_INDEX..send::UD_PKEY_INDEX + 2]
+                .copy_from_slice(&ud.pkey_index.to_ne_bytes());
+            put_u32(b, send::UD_AH, ah_num);
         }
         let n = wr.num_sge();
         if wr.flags & send_flag::INLINE != 0 {
@@ -672,7 +593,7 @@ impl SqPoster {
                 b[at..end].copy_from_slice(data);
                 at = end;
             }
-            put_u32(b, 184, (at - SEND_WQE_HEADER) as u32);
+            put_u32(b, send::DMA_LENGTH, (at - SEND_WQE_HEADER) as u32);
         } else {
             if n > self.max_sge as usize {
                 return Err(EINVAL);
@@ -680,14 +601,19 @@ impl SqPoster {
             let mut length = 0u32;
             for i in 0..n {
                 let sge = wr.sge(i).ok_or(EINVAL)?;
-                let at = SEND_WQE_HEADER + i * SGE_LEN;
-                put_u64(b, at, sge.addr);
-                put_u32(b, at + 8, sge.length);
-                put_u32(b, at + 12, sge.lkey);
+                put_sge(
+                    b,
+                    SEND_WQE_HEADER + i * SGE_LEN,
+                    Sge {
+                        addr: sge.addr,
+                        len: sge.length,
+                        lkey: sge.lkey,
+                    },
+                );
                 length = length.wrapping_add(sge.length);
             }
-            put_u32(b, 184, length);
-            put_u32(b, 196, n as u32);
+            put_u32(b, send::DMA_LENGTH, length);
+            put_u32(b, send::DMA_NUM_SGE, n as u32);
         }
         self.ring.write_slot_bytes(slot, b);
         self.ring.set_producer(self.ring.next(slot));
@@ -712,18 +638,23 @@ impl RqPoster {
         let slot = claim(&self.ring)?;
         let b = &mut self.scratch[..];
         b.fill(0);
-        put_u64(b, 0, wr.wr_id());
+        put_u64(b, recv::WR_ID, wr.wr_id());
         let mut length = 0u32;
         for i in 0..n {
             let sge = wr.sge(i).ok_or(EINVAL)?;
-            let at = RECV_WQE_HEADER + i * SGE_LEN;
-            put_u64(b, at, sge.addr);
-            put_u32(b, at + 8, sge.length);
-            put_u32(b, at + 12, sge.lkey);
+            put_sge(
+                b,
+                RECV_WQE_HEADER + i * SGE_LEN,
+                Sge {
+                    addr: sge.addr,
+                    len: sge.length,
+                    lkey: sge.lkey,
+                },
+            );
             length = length.wrapping_add(sge.length);
         }
-        put_u32(b, 16, length);
-        put_u32(b, 28, n as u32);
+        put_u32(b, recv::DMA_LENGTH, length);
+        put_u32(b, recv::DMA_NUM_SGE, n as u32);
         self.ring.write_slot_bytes(slot, b);
         self.ring.set_producer(self.ring.next(slot));
         Ok(())

@@ -6,13 +6,12 @@
 //! a `// SAFETY:` comment; the driver above it is ordinary safe Rust.
 
 pub(crate) mod bindings;
+pub(crate) mod error;
 pub(crate) mod global;
 pub(crate) mod net;
 pub(crate) mod netdev;
-pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod rdma;
-pub(crate) mod srq;
 pub(crate) mod stats;
 pub(crate) mod sync;
 pub(crate) mod table;

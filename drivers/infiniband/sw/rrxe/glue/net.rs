@@ -3,10 +3,13 @@
 //! The RoCEv2 wire: the kernel UDP sockets on port 4791 and the skbs sent and received on
 //! them.
 //!
-//! - [`TunnelRef`]: a counted reference to the IPv4 and IPv6 UDP tunnel sockets of init_net;
-//!   the first reference opens them, dropping the last closes them.
+//! - [`RxBinding`]: a device's place on the port: while it exists, packets arriving over its
+//!   netdev go to its [`RxHandler`]. Bindings are found by netdev in the soft-RoCE receive
+//!   index, and hold the IPv4 and IPv6 UDP tunnel sockets of init_net open: the first
+//!   binding opens them, dropping the last closes them.
 //! - RX: the sockets' `encap_rcv` runs in softirq, checks the IP and UDP lengths and the ICRC
-//!   and hands each valid packet to an [`RxHandler`] as an owned [`RxPacket`].
+//!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
+//!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
 //!   ICRC and sends it through the IP stack; [`loopback`] builds the same packet and hands it
 //!   straight to the receive path.
@@ -17,12 +20,14 @@ use super::bindings;
 use super::netdev::NetDevice;
 use crate::transport::icrc::{self, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
 use core::cell::UnsafeCell;
+use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::error::to_result;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::ARef;
 
 const IPV4_HEADER_LEN: usize = icrc::IPV4_HEADER_LEN;
@@ -122,11 +127,6 @@ impl WireCounters {
             tx_packets: AtomicU64::new(0),
             tx_errors: AtomicU64::new(0),
         }
-    }
-
-    /// Counts one packet the handler had no device for.
-    pub(crate) fn count_no_device(&self) {
-        bump(&self.rx_no_device);
     }
 
     /// The current values.
@@ -262,14 +262,14 @@ impl Drop for Skb {
 // Received packets
 // ---------------------------------------------------------------------------------------
 
-/// Receives valid RoCEv2 packets.
-pub(crate) trait RxHandler: 'static {
-    /// Handles `pkt`, received on `netdev` (the skb's device; it may be a VLAN).
+/// Receives the valid RoCEv2 packets that arrive over one netdev.
+pub(crate) trait RxHandler: Send + Sync + 'static {
+    /// Handles `pkt`, received on the netdev the handler is bound to (or a VLAN of it).
     ///
     /// Called in softirq for packets from the wire, and in the caller's context for
-    /// [`loopback`]: must not sleep. Never called once the last [`TunnelRef`] is dropped,
-    /// except by [`loopback`].
-    fn receive(netdev: &NetDevice, pkt: RxPacket);
+    /// [`loopback`], inside an RCU read-side section either way: must not sleep. Never
+    /// called once the [`RxBinding`] is dropped.
+    fn receive(&self, pkt: RxPacket);
 }
 
 /// A received RoCEv2 packet whose lengths and ICRC were checked; owns its skb (freed when
@@ -430,12 +430,23 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
     })
 }
 
-/// Checks `skb` and hands it to `H`, counting the outcome.
-fn deliver<H: RxHandler>(skb: Skb, netdev: &NetDevice) {
+/// Checks `skb` and hands it to the handler bound to `netdev`, counting the outcome.
+///
+/// Called inside an RCU read-side section, which keeps the handler found alive (see
+/// [`RxBinding`]'s drop).
+fn deliver(skb: Skb, netdev: &NetDevice) {
     match parse(skb, netdev) {
         Ok(pkt) => {
             bump(&COUNTERS.rx_packets);
-            H::receive(netdev, pkt);
+            match RX_INDEX.find(netdev) {
+                // SAFETY: the entry's data is its binding's handler, alive for the RCU
+                // read-side section we are in.
+                Some((data, receive)) => unsafe { receive(data, pkt) },
+                None => {
+                    bump(&COUNTERS.rx_no_device);
+                    pkt.discard();
+                }
+            }
         }
         Err(why) => why.count(),
     }
@@ -447,10 +458,7 @@ fn deliver<H: RxHandler>(skb: Skb, netdev: &NetDevice) {
 ///
 /// Called by the UDP receive path in softirq, inside an RCU read-side section, with an skb
 /// it hands over whose `data` is the UDP header.
-unsafe extern "C" fn encap_rcv<H: RxHandler>(
-    _sk: *mut bindings::sock,
-    skb: *mut bindings::sk_buff,
-) -> c_int {
+unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_buff) -> c_int {
     // SAFETY: the UDP layer passes us its reference on the skb (we return 0: consumed).
     let Some(skb) = (unsafe { Skb::from_raw(skb) }) else {
         return 0;
@@ -465,7 +473,7 @@ unsafe extern "C" fn encap_rcv<H: RxHandler>(
     }
     // SAFETY: as above.
     let netdev = unsafe { NetDevice::from_raw(dev) };
-    deliver::<H>(skb, netdev);
+    deliver(skb, netdev);
     0
 }
 
@@ -480,8 +488,6 @@ struct TunnelState {
     sk4: *mut bindings::socket,
     /// Null when IPv6 is not available.
     sk6: *mut bindings::socket,
-    /// The handler's `encap_rcv` the sockets were opened with.
-    encap: Option<EncapRcv>,
 }
 
 /// The tunnel state behind the C mutex `rrxe_tunnel_mutex` (a sleeping lock: sockets are
@@ -495,7 +501,6 @@ static TUNNEL: TunnelCell = TunnelCell(UnsafeCell::new(TunnelState {
     users: 0,
     sk4: ptr::null_mut(),
     sk6: ptr::null_mut(),
-    encap: None,
 }));
 
 struct TunnelGuard(PhantomData<*mut ()>);
@@ -558,26 +563,21 @@ unsafe fn close_socket(sock: *mut bindings::socket) {
 /// A reference to the RoCEv2 UDP sockets (port 4791, IPv4 and IPv6, in init_net).
 ///
 /// The first reference opens the sockets, the last one closes them; while any is held,
-/// packets arriving on the port go to the [`RxHandler`] the first one was acquired with.
+/// packets arriving on the port go to the receive index.
 ///
 /// It is `Send` and `Sync` (a count in a mutex-protected static); dropping it may sleep.
-pub(crate) struct TunnelRef {
+struct TunnelRef {
     _private: (),
 }
 
 impl TunnelRef {
     /// Takes a reference, opening the sockets if there were none; process context.
     ///
-    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port, and with
-    /// `EINVAL` if the sockets are open for another handler.
-    pub(crate) fn acquire<H: RxHandler>() -> Result<Self> {
-        let encap: EncapRcv = encap_rcv::<H>;
+    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port.
+    fn acquire() -> Result<Self> {
+        let encap: EncapRcv = encap_rcv;
         let mut state = TUNNEL.lock();
         if state.users > 0 {
-            // Compare the handlers by address: one driver, one handler.
-            if state.encap.map(|f| f as usize) != Some(encap as usize) {
-                return Err(EINVAL);
-            }
             state.users += 1;
             return Ok(Self { _private: () });
         }
@@ -597,7 +597,6 @@ impl TunnelRef {
         };
         state.sk4 = sk4;
         state.sk6 = sk6;
-        state.encap = Some(encap);
         state.users = 1;
         Ok(Self { _private: () })
     }
@@ -627,7 +626,6 @@ impl Drop for TunnelRef {
         }
         let sk4 = core::mem::take(&mut state.sk4);
         let sk6 = core::mem::take(&mut state.sk6);
-        state.encap = None;
         if !sk6.is_null() {
             // SAFETY: opened by `acquire`, taken out of the state above.
             unsafe { close_socket(sk6) };
@@ -858,14 +856,10 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
     }
 }
 
-/// Builds the packet [`transmit`] would send and hands it to `H` as if it had been received
-/// on `netdev`, bypassing the network stack; for destinations on this host. The caller
-/// decides when that is. Does not sleep.
-pub(crate) fn loopback<H: RxHandler>(
-    netdev: &NetDevice,
-    path: &TxPath,
-    bth_to_icrc: &[u8],
-) -> Result {
+/// Builds the packet [`transmit`] would send and hands it to the receive path as if it had
+/// been received on `netdev`, bypassing the network stack; for destinations on this host.
+/// The caller decides when that is. Does not sleep.
+pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
     let skb = match build(netdev, path, bth_to_icrc) {
         Ok(skb) => skb,
         Err(e) => {
@@ -882,6 +876,164 @@ pub(crate) fn loopback<H: RxHandler>(
     // header as on reception.
     unsafe { bindings::skb_pull(skb.as_raw(), ip_len as u32) };
     bump(&COUNTERS.tx_packets);
-    deliver::<H>(skb, netdev);
+    // The handler may be unbound concurrently: the RCU read-side section keeps it alive for
+    // the delivery, as the softirq receive path's own does.
+    // SAFETY: paired with the unlock below; nothing in between sleeps.
+    unsafe { bindings::rrxe_rcu_read_lock() };
+    deliver(skb, netdev);
+    // SAFETY: locked above.
+    unsafe { bindings::rrxe_rcu_read_unlock() };
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The soft-RoCE receive index: which handler a netdev's packets go to
+// ---------------------------------------------------------------------------------------
+
+/// Hands a packet to a handler given as the data of its index entry.
+type ReceiveFn = unsafe fn(*const c_void, RxPacket);
+
+/// One bound handler.
+struct IndexEntry {
+    /// Identity of the netdev, compared but never dereferenced.
+    netdev: usize,
+    /// `Arc::into_raw` of the handler; the binding owns the reference.
+    data: *const c_void,
+    receive: ReceiveFn,
+}
+
+/// The bound handlers, behind the C spinlock `rrxe_rx_index_lock` (taken with interrupts
+/// saved: lookups run in softirq).
+struct RxIndex(UnsafeCell<KVec<Option<IndexEntry>>>);
+
+// SAFETY: the entries are only reached under the lock; their data pointers are handler
+// references, whose handlers are `Send + Sync`.
+unsafe impl Sync for RxIndex {}
+
+static RX_INDEX: RxIndex = RxIndex(UnsafeCell::new(KVec::new()));
+
+impl RxIndex {
+    /// Runs `f` on the entries, under the lock.
+    fn with<R>(&self, f: impl FnOnce(&mut KVec<Option<IndexEntry>>) -> R) -> R {
+        // SAFETY: a statically initialised spinlock.
+        let flags = unsafe { bindings::rrxe_rx_index_lock() };
+        // SAFETY: the lock makes the access exclusive.
+        let r = f(unsafe { &mut *self.0.get() });
+        // SAFETY: locked above with these flags.
+        unsafe { bindings::rrxe_rx_index_unlock(flags) };
+        r
+    }
+
+    /// The handler bound to `netdev`.
+    fn find(&self, netdev: &NetDevice) -> Option<(*const c_void, ReceiveFn)> {
+        let key = netdev.as_raw() as usize;
+        self.with(|entries| {
+            entries
+                .iter()
+                .flatten()
+                .find(|e| e.netdev == key)
+                .map(|e| (e.data, e.receive))
+        })
+    }
+}
+
+/// Calls `H::receive` on the handler `data` points at.
+///
+/// # Safety
+///
+/// `data` must be `Arc::into_raw` of an `Arc<H>` that stays alive for the call.
+unsafe fn receive_thunk<H: RxHandler>(data: *const c_void, pkt: RxPacket) {
+    // SAFETY: per the function contract.
+    let handler = unsafe { &*data.cast::<H>() };
+    handler.receive(pkt);
+}
+
+/// Drops the reference `data` is.
+///
+/// # Safety
+///
+/// `data` must be `Arc::into_raw` of an `Arc<H>`, not used again.
+unsafe fn release_thunk<H: RxHandler>(data: *const c_void) {
+    // SAFETY: per the function contract.
+    drop(unsafe { Arc::from_raw(data.cast::<H>()) });
+}
+
+/// A handler bound to a netdev: while it exists, RoCEv2 packets arriving over the netdev
+/// (or a VLAN of it) go to the handler, and the port's sockets stay open.
+pub(crate) struct RxBinding {
+    netdev: usize,
+    data: *const c_void,
+    release: unsafe fn(*const c_void),
+    _tunnel: TunnelRef,
+}
+
+// SAFETY: the data pointer is a reference to a `Send + Sync` handler.
+unsafe impl Send for RxBinding {}
+// SAFETY: as above; nothing is reached through `&RxBinding`.
+unsafe impl Sync for RxBinding {}
+
+impl RxBinding {
+    /// Binds `handler` to `netdev`, opening the port if no binding had; process context.
+    ///
+    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port, and with
+    /// `EEXIST` if the netdev has a handler already.
+    pub(crate) fn bind<H: RxHandler>(netdev: &NetDevice, handler: Arc<H>) -> Result<Self> {
+        let tunnel = TunnelRef::acquire()?;
+        let key = netdev.as_raw() as usize;
+        let data = Arc::into_raw(handler).cast::<c_void>();
+        let entry = IndexEntry {
+            netdev: key,
+            data,
+            receive: receive_thunk::<H>,
+        };
+        let added = RX_INDEX.with(|entries| {
+            if entries.iter().flatten().any(|e| e.netdev == key) {
+                return Err(EEXIST);
+            }
+            match entries.iter_mut().find(|e| e.is_none()) {
+                Some(free) => {
+                    *free = Some(entry);
+                    Ok(())
+                }
+                None => entries.push(Some(entry), GFP_ATOMIC).map_err(Error::from),
+            }
+        });
+        if let Err(e) = added {
+            // SAFETY: not in the index: the reference is still ours.
+            unsafe { release_thunk::<H>(data) };
+            return Err(e);
+        }
+        Ok(Self {
+            netdev: key,
+            data,
+            release: release_thunk::<H>,
+            _tunnel: tunnel,
+        })
+    }
+}
+
+impl Drop for RxBinding {
+    /// Unbinds; process context (sleeps). No call of the handler is running or can start
+    /// once this returns.
+    fn drop(&mut self) {
+        // The last binding gives the table's memory back, so none is left at module exit.
+        let emptied = RX_INDEX.with(|entries| {
+            if let Some(e) = entries
+                .iter_mut()
+                .find(|e| matches!(e, Some(e) if e.netdev == self.netdev))
+            {
+                *e = None;
+            }
+            if entries.iter().all(Option::is_none) {
+                core::mem::take(entries)
+            } else {
+                KVec::new()
+            }
+        });
+        drop(emptied);
+        // Deliveries that found the entry before it went are in RCU read-side sections.
+        synchronize_rcu();
+        // SAFETY: the binding's reference, out of the index and no longer reachable.
+        unsafe { (self.release)(self.data) };
+    }
 }

@@ -10,7 +10,7 @@
 //! on, so a mapping that outlives the object still points at valid pages.
 
 use super::bindings;
-use super::rdma::UData;
+use super::rdma::udata::UData;
 use core::ffi::c_void;
 use core::mem::size_of;
 use core::ptr::{self, addr_of_mut, NonNull};
@@ -18,6 +18,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
+use kernel::uaccess::UserSlice;
 
 /// Offsets in `struct rxe_queue_buf`.
 const LOG2_ELEM_SIZE: usize = 0;
@@ -32,6 +33,30 @@ const MAX_SLOTS: u32 = 1 << 21;
 
 /// Where a user mapping of a queue comes from: `mminfo` in rdma_rxe's create responses.
 pub(crate) type MmapInfo = bindings::mminfo;
+
+/// `struct mminfo` as userspace reads it.
+pub(crate) fn mmap_info_bytes(mi: &MmapInfo) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&mi.offset.to_ne_bytes());
+    bytes[8..12].copy_from_slice(&mi.size.to_ne_bytes());
+    bytes[12..].copy_from_slice(&mi.pad.to_ne_bytes());
+    bytes
+}
+
+/// Where rdma_rxe's modify_srq answers a resize: a `struct mminfo` in the caller's memory,
+/// named by `rxe_modify_srq_cmd.mmap_info_addr` (Documentation/rrxe/uverbs-abi.rst, 6).
+pub(crate) struct UserMmapInfo(pub(crate) u64);
+
+impl UserMmapInfo {
+    /// Writes `mi` to the caller's `mminfo`; `EFAULT` if the address is not writable.
+    pub(crate) fn write(&self, mi: &MmapInfo) -> Result {
+        let bytes = mmap_info_bytes(mi);
+        let addr = usize::try_from(self.0).map_err(|_| EFAULT)?;
+        UserSlice::new(addr, bytes.len())
+            .writer()
+            .write_slice(&bytes)
+    }
+}
 
 /// The mmap entry of an exported queue; it owns the buffer.
 #[repr(C)]

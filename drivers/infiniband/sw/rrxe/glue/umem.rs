@@ -8,7 +8,6 @@
 //! item alike. Only creating and releasing a [`Umem`] sleep (process context).
 
 use super::bindings;
-use super::rdma::{Device, Driver};
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -83,13 +82,8 @@ unsafe impl Sync for Umem {}
 
 impl Umem {
     /// Pins `len` bytes of the calling process's memory at `addr` for `access`
-    /// (`IB_ACCESS_*`), and lists its pages.
-    pub(crate) fn get<T: Driver>(
-        dev: &Device<T>,
-        addr: u64,
-        len: u64,
-        access: i32,
-    ) -> Result<Self> {
+    /// (`IB_ACCESS_*`) on the device `pin` names, and lists its pages.
+    fn get(pin: &UmemPinner, addr: u64, len: u64, access: i32) -> Result<Self> {
         let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         let first = addr & (PAGE_SIZE - 1);
@@ -98,7 +92,8 @@ impl Umem {
         let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
         // SAFETY: called in the context of the process whose memory is pinned (a uverbs
         // call); the device is live. Returns an ERR_PTR on failure.
-        let raw = from_err_ptr(unsafe { bindings::ib_umem_get(dev.as_raw(), addr, len, access) })?;
+        let raw =
+            from_err_ptr(unsafe { bindings::ib_umem_get(pin.0.as_ptr(), addr, len, access) })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // More pages than the range spans would not be the umem we expect.
         let mut extra = false;
@@ -237,6 +232,28 @@ impl Umem {
     }
 }
 
+/// Pins user memory for a device, in a verb of the process that owns the memory: what
+/// `reg_user_mr` and `rereg_user_mr` get to pin with.
+pub(crate) struct UmemPinner(NonNull<bindings::ib_device>);
+
+impl UmemPinner {
+    /// A pinner for `ibdev`.
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` must be a live device, and the pinner used only during the uverbs call
+    /// (of the process whose memory is pinned) it is made for.
+    pub(super) unsafe fn new(ibdev: NonNull<bindings::ib_device>) -> Self {
+        Self(ibdev)
+    }
+
+    /// Pins `len` bytes of the calling process's memory at `addr` for `access`
+    /// (`IB_ACCESS_*`), and lists its pages.
+    pub(crate) fn pin(&self, addr: u64, len: u64, access: i32) -> Result<Umem> {
+        Umem::get(self, addr, len, access)
+    }
+}
+
 impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: the umem came from ib_umem_get and is released once; the page pointers
@@ -272,14 +289,6 @@ unsafe fn atomic_rmw(p: *mut u8, mut f: impl FnMut(u64) -> u64) -> u64 {
 /// consumer is trusted: it names only memory it owns, and it hands out the R_Key (the PD's
 /// `unsafe_global_rkey`) only to peers it trusts with all of its memory.
 pub(crate) struct KernelMemory(());
-
-/// Kernel memory for the MR self-test's fast-register MR (`mr_selftest.rs`), which names
-/// only pages of a buffer it owns and deregisters the MR before freeing it.
-#[cfg(rrxe_selftest)]
-pub(crate) fn selftest_memory() -> KernelMemory {
-    // SAFETY: the self-test is the kernel consumer of this memory (see above).
-    unsafe { KernelMemory::new() }
-}
 
 impl KernelMemory {
     /// # Safety

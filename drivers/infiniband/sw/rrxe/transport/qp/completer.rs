@@ -14,10 +14,13 @@ use super::super::aeth::{NakCode, Syndrome};
 use super::super::opcode::{Operation, Position};
 use super::super::packet::Packet;
 use super::completion::{Completion, WcOpcode, WcStatus, WorkQueue};
+use super::context::QpContext;
+use super::io::{Fault, Io, Outputs};
 use super::requester::{Requester, SendSlot};
+use super::state::QpState;
+use super::state::Service;
 use super::stats::TransportEvent;
-use super::wqe::{SendFlags, SendOpcode};
-use super::{Fault, Io, Outputs, QpAttrs, QpState, QpType};
+use super::wqe::{LocalOp, SendFlags, SendOpcode};
 
 impl Requester {
     /// Records the MSN and credits an AETH carries. Only ACKs carry a
@@ -36,7 +39,7 @@ impl Requester {
     /// Advances una to `psn` after a response proved progress: the retry
     /// counters are reloaded (IBA 9.7.6.1.3, "the retry counter is reset
     /// when a response makes forward progress") and the timer restarted.
-    fn progress(&mut self, now: u64, psn: Psn, attrs: &QpAttrs) {
+    fn progress(&mut self, now: u64, psn: Psn, attrs: &QpContext) {
         if !psn.is_after(self.una) {
             return;
         }
@@ -56,7 +59,7 @@ impl Requester {
     /// A response beyond the expected Read response or atomic ACK, or a PSN
     /// sequence error NAK: go back to una, counting one retry, unless this
     /// loss was already acted upon.
-    fn retry(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+    fn retry(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
         if self.retry_guard == Some(self.una) {
             return Ok(());
         }
@@ -71,7 +74,7 @@ impl Requester {
     /// A response out of place for the WQE at una (beyond the expected PSN,
     /// or of the wrong kind) implies the requests before it were lost
     /// (IBA 9.7.6.1.4); counted once per loss, as the retry is.
-    fn implied_nak(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+    fn implied_nak(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
         if self.retry_guard != Some(self.una) {
             self.stats.count(TransportEvent::ImpliedNak);
         }
@@ -84,7 +87,7 @@ impl Requester {
         now: u64,
         pos: usize,
         syndrome: Syndrome,
-        attrs: &QpAttrs,
+        attrs: &QpContext,
     ) -> Result<(), Fault> {
         let status = match syndrome {
             Syndrome::Ack(_) => return Ok(()),
@@ -126,7 +129,7 @@ impl Requester {
         &mut self,
         now: u64,
         pkt: &Packet<'_>,
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
     ) -> Result<(), Fault> {
         let psn = pkt.bth.psn;
@@ -135,7 +138,7 @@ impl Requester {
             self.update_credits(aeth.syndrome, aeth.msn);
         }
         // Before RTS only the credits of the responder's initial ACK matter.
-        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || attrs.qp_type != QpType::Rc {
+        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || attrs.service() != Service::Rc {
             return Ok(());
         }
         // Responses for PSNs never sent are bogus, responses behind una are
@@ -199,7 +202,10 @@ impl Requester {
                         if !position_ok || pkt.payload.len() as u32 != want {
                             return Ok(());
                         }
-                        if let Err(err) = io.mem.scatter_send(slot.index, offset, pkt.payload) {
+                        if let Err(err) =
+                            io.mem
+                                .scatter_send(&*io.sq, slot.index, offset, pkt.payload)
+                        {
                             self.slot_mut(pos).done = Some(err.status());
                             return Err(Fault::Error);
                         }
@@ -213,7 +219,10 @@ impl Requester {
                             return self.implied_nak(now, attrs);
                         }
                         let orig = pkt.ext.atomic_ack_eth.map_or(0, |a| a.orig_remote_data);
-                        if let Err(err) = io.mem.scatter_send(slot.index, 0, &orig.to_ne_bytes()) {
+                        if let Err(err) =
+                            io.mem
+                                .scatter_send(&*io.sq, slot.index, 0, &orig.to_ne_bytes())
+                        {
                             self.slot_mut(pos).done = Some(err.status());
                             return Err(Fault::Error);
                         }
@@ -322,7 +331,9 @@ fn send_completion(slot: &SendSlot, status: WcStatus) -> Completion {
         SendOpcode::AtomicCmpSwap { .. } => (WcOpcode::CompSwap, None),
         SendOpcode::AtomicFetchAdd { .. } => (WcOpcode::FetchAdd, None),
         SendOpcode::AtomicWrite { .. } => (WcOpcode::AtomicWrite, None),
-        SendOpcode::Local(kind) => (WcOpcode::Local(kind), None),
+        SendOpcode::Local(LocalOp::Invalidate { .. }) => (WcOpcode::LocalInvalidate, None),
+        SendOpcode::Local(LocalOp::FastRegister { .. }) => (WcOpcode::FastRegister, None),
+        SendOpcode::Local(LocalOp::BindMw { .. }) => (WcOpcode::BindMw, None),
     };
     Completion {
         wr_id: wqe.wr_id,

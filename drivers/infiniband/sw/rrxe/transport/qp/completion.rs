@@ -71,8 +71,12 @@ pub enum WcOpcode {
     FetchAdd,
     /// Atomic Write.
     AtomicWrite,
-    /// A local operation; the glue's kind byte.
-    Local(u8),
+    /// Local Invalidate.
+    LocalInvalidate,
+    /// Fast Register.
+    FastRegister,
+    /// Bind Memory Window.
+    BindMw,
     /// A received Send.
     Recv,
     /// A received RDMA Write with immediate.

@@ -10,7 +10,7 @@
 
 use super::super::aeth::NakCode;
 use super::completion::WcStatus;
-use super::wqe::{RecvWqe, SendWqe};
+use super::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue};
 
 /// Failure touching local buffers named by a WQE's SGEs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,21 +107,39 @@ pub enum AtomicOp {
 pub trait Memory {
     /// Copies `dst.len()` bytes of send WQE `sq_index`'s gather list (or
     /// inline data), starting `offset` bytes in, into `dst`.
-    fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError>;
+    fn gather(
+        &mut self,
+        sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), LocalError>;
     /// Stores `src` into send WQE `sq_index`'s scatter list at `offset`:
     /// RDMA Read response data, or the 8-byte original value of an atomic
     /// (native byte order).
-    fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError>;
+    fn scatter_send(
+        &mut self,
+        sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError>;
     /// Fills the first 40 bytes of a UD receive WQE's buffer with the
     /// network header of the datagram being delivered (IBA 11.4.1.2: the
     /// GRH area; on RoCEv2 the IP header). Memory that keeps no headers
     /// leaves the area untouched.
-    fn write_grh(&mut self, wqe: &RecvWqe) -> Result<(), LocalError> {
-        let _ = wqe;
+    fn write_grh(&mut self, rq: &dyn RecvQueue, wqe: &RecvWqe) -> Result<(), LocalError> {
+        let _ = (rq, wqe);
         Ok(())
     }
     /// Stores `src` into a receive WQE's scatter list at `offset`.
-    fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError>;
+    fn scatter_recv(
+        &mut self,
+        rq: &dyn RecvQueue,
+        wqe: &RecvWqe,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError>;
     /// Checks, without touching memory, that `len` bytes at `va` may be
     /// accessed through `rkey` for `access` (done once per message, on the
     /// packet carrying the RETH, so a NAK can be sent before any data moves).
@@ -142,7 +160,7 @@ pub trait Memory {
     fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError>;
     /// Invalidates `rkey` for a Send with Invalidate (IBA 10.6.4.1).
     fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError>;
-    /// Executes a local operation WQE (e.g. local invalidate, fast
-    /// registration) when it reaches the head of the send queue.
-    fn local_operation(&mut self, sq_index: u32, wqe: &SendWqe) -> Result<(), LocalError>;
+    /// Executes a local operation WQE when it reaches the head of the send
+    /// queue.
+    fn local_operation(&mut self, op: &LocalOp) -> Result<(), LocalError>;
 }

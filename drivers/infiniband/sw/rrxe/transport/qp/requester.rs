@@ -25,9 +25,12 @@ use super::super::opcode::codes;
 use super::super::packet::{self, ExtHeaders};
 use super::super::psn::{Msn, Psn};
 use super::completion::WcStatus;
+use super::context::QpContext;
+use super::io::{Dest, Fault, Io, Transmit};
+use super::state::QpState;
+use super::state::Service;
 use super::stats::{QpStats, TransportEvent};
 use super::wqe::{SendFlags, SendOpcode, SendWqe};
-use super::{Fault, Io, QpAttrs, QpState, QpType, Transmit};
 
 /// Largest message a connected QP sends (IBA 9.4: 2^31 bytes).
 pub const MAX_MESSAGE: u32 = 1 << 31;
@@ -250,7 +253,7 @@ impl Requester {
     }
 
     /// Loads the starting PSN and retry counters (RTR to RTS).
-    pub(super) fn start(&mut self, attrs: &QpAttrs) {
+    pub(super) fn start(&mut self, attrs: &QpContext) {
         let psn = attrs.sq_psn;
         self.psn_next = psn;
         self.send_psn = psn;
@@ -259,7 +262,7 @@ impl Requester {
         self.reload_counters(attrs);
     }
 
-    pub(super) fn reload_counters(&mut self, attrs: &QpAttrs) {
+    pub(super) fn reload_counters(&mut self, attrs: &QpContext) {
         self.retry_left = attrs.retry_cnt;
         self.rnr_left = attrs.rnr_retry;
     }
@@ -310,7 +313,7 @@ impl Requester {
 
     /// Arms the local ACK timer if it is not running (IBA 9.7.6.1.1: the
     /// transport timer runs while any request is outstanding).
-    fn arm_ack_timer(&mut self, now: u64, attrs: &QpAttrs) {
+    fn arm_ack_timer(&mut self, now: u64, attrs: &QpContext) {
         if self.ack_deadline.is_none() {
             self.ack_deadline = self.ack_wait_ns(attrs).map(|t| now.saturating_add(t));
         }
@@ -322,16 +325,16 @@ impl Requester {
     /// inside that range keeps a slow responder (a software one on a starved CPU) from being
     /// flooded with retransmitted requests, each of which it must answer again (a duplicate
     /// RDMA Read is re-executed), before it has answered the first.
-    pub(super) fn ack_wait_ns(&self, attrs: &QpAttrs) -> Option<u64> {
+    pub(super) fn ack_wait_ns(&self, attrs: &QpContext) -> Option<u64> {
         attrs
-            .timeout
+            .ack_timeout()
             .timeout_ns()
             .map(|t| t << self.backoff.min(MAX_TIMEOUT_SHIFT))
     }
 
     /// Rewinds transmission to the oldest unacknowledged PSN: RC recovers
     /// from any loss by go-back-N from there (IBA 9.7.6.1.4).
-    pub(super) fn go_back(&mut self, now: u64, attrs: &QpAttrs) {
+    pub(super) fn go_back(&mut self, now: u64, attrs: &QpContext) {
         self.send_psn = self.una;
         self.retry_guard = Some(self.una);
         self.ack_deadline = None;
@@ -348,7 +351,7 @@ impl Requester {
     }
 
     /// Transport timer and RNR timer expiry (IBA 9.7.6.1.3, 9.7.5.2.8).
-    pub(super) fn handle_timeout(&mut self, now: u64, attrs: &QpAttrs) -> Result<(), Fault> {
+    pub(super) fn handle_timeout(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
         if matches!(self.rnr_deadline, Some(d) if d <= now) {
             self.rnr_deadline = None;
             self.send_psn = self.una;
@@ -374,14 +377,14 @@ impl Requester {
     }
 
     /// Takes the next WQE off the send queue, if transport rules allow.
-    fn start_next(&mut self, attrs: &QpAttrs, io: &mut Io<'_>) -> Result<Start, Fault> {
+    fn start_next(&mut self, attrs: &QpContext, io: &mut Io<'_>) -> Result<Start, Fault> {
         if self.sq_next == io.sq.producer() || self.len == MAX_INFLIGHT_WQES {
             return Ok(Start::Nothing);
         }
         let Some(wqe) = io.sq.get(self.sq_next) else {
             return Ok(Start::Nothing);
         };
-        let rc = attrs.qp_type == QpType::Rc;
+        let rc = attrs.service() == Service::Rc;
         // IBA 10.8.3.3: a fenced WQE waits for every earlier Read and atomic.
         if wqe.flags.contains(SendFlags::FENCE) && self.outstanding_rd_atomic() > 0 {
             return Ok(Start::Nothing);
@@ -394,17 +397,22 @@ impl Requester {
             return Ok(Start::Nothing);
         }
         let mtu = attrs.path_mtu.bytes() as u32;
-        let invalid = match (attrs.qp_type, wqe.opcode) {
+        let invalid = match (attrs.service(), wqe.opcode) {
             (_, SendOpcode::Unsupported) => Some(WcStatus::LocQpOpErr),
             (_, SendOpcode::Local(_)) => None,
             // IBA 9.8: UC carries Send and RDMA Write only.
-            (QpType::Uc, op) if op.is_read_or_atomic() => Some(WcStatus::LocQpOpErr),
-            (QpType::Uc, SendOpcode::SendWithInv(_)) => Some(WcStatus::LocQpOpErr),
+            (Service::Uc, op) if op.is_read_or_atomic() => Some(WcStatus::LocQpOpErr),
+            (Service::Uc, SendOpcode::SendWithInv(_)) => Some(WcStatus::LocQpOpErr),
             // IBA 9.8.2: UD carries single-packet Sends only.
-            (QpType::Ud, SendOpcode::Send | SendOpcode::SendWithImm(_)) => {
+            (Service::Ud, SendOpcode::Send | SendOpcode::SendWithImm(_)) => {
                 (wqe.length > mtu).then_some(WcStatus::LocLenErr)
             }
-            (QpType::Ud, _) => Some(WcStatus::LocQpOpErr),
+            (Service::Ud, _) => Some(WcStatus::LocQpOpErr),
+            // An initiator depth of 0 allows no RDMA Read or atomic at all
+            // (IBA 11.2.4.2: the number of them this QP may have outstanding).
+            (_, op) if op.uses_responder_resource() && attrs.max_rd_atomic == 0 => {
+                Some(WcStatus::LocQpOpErr)
+            }
             // IBA 9.4 (and the device's max_msg_sz): a message is at most 2^31 bytes; a
             // longer one is a local length error before any byte is read.
             _ if wqe.length > MAX_MESSAGE => Some(WcStatus::LocLenErr),
@@ -435,16 +443,16 @@ impl Requester {
             done: invalid,
         };
         if invalid.is_some() {
-            return Err(Fault::local(attrs.qp_type));
+            return Err(Fault::local(attrs.service()));
         }
-        if let SendOpcode::Local(_) = wqe.opcode {
-            let status = match io.mem.local_operation(index, &wqe) {
+        if let SendOpcode::Local(op) = wqe.opcode {
+            let status = match io.mem.local_operation(&op) {
                 Ok(()) => WcStatus::Success,
                 Err(err) => err.status(),
             };
             self.slot_mut(pos).done = Some(status);
             if status != WcStatus::Success {
-                return Err(Fault::local(attrs.qp_type));
+                return Err(Fault::local(attrs.service()));
             }
             return Ok(Start::Local);
         }
@@ -457,7 +465,7 @@ impl Requester {
         &mut self,
         now: u64,
         buf: &mut [u8],
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
     ) -> Result<Option<Transmit>, Fault> {
         if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || self.rnr_deadline.is_some() {
@@ -477,7 +485,7 @@ impl Requester {
                     Start::Wire => {}
                 }
             } else if !self.send_psn.is_before(self.sent_high)
-                && attrs.qp_type == QpType::Rc
+                && attrs.service() == Service::Rc
                 && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
             {
                 // The window also bounds a long message's own packets: without
@@ -492,7 +500,7 @@ impl Requester {
 
     /// Whether new (never sent) packets must wait: for an ACK that brings
     /// credits, or for the outstanding window to shrink.
-    fn blocked_for_new(&mut self, attrs: &QpAttrs) -> bool {
+    fn blocked_for_new(&mut self, attrs: &QpContext) -> bool {
         if let Some(wait) = self.credit_wait {
             if self.una.is_after(wait) {
                 self.credit_wait = None;
@@ -500,14 +508,14 @@ impl Requester {
                 return true;
             }
         }
-        attrs.qp_type == QpType::Rc && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
+        attrs.service() == Service::Rc && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
     }
 
     fn build(
         &mut self,
         now: u64,
         buf: &mut [u8],
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
     ) -> Result<Option<Transmit>, Fault> {
         let psn = self.send_psn;
@@ -557,7 +565,7 @@ impl Requester {
                         _ => {}
                     }
                 }
-                message_opcode(attrs.qp_type, wqe.opcode, first, last)
+                message_opcode(attrs.service(), wqe.opcode, first, last)
             }
             SendOpcode::RdmaRead => {
                 // A retransmitted Read asks only for the responses still
@@ -600,9 +608,7 @@ impl Requester {
             }
             SendOpcode::Local(_) | SendOpcode::Unsupported => return Err(Fault::Internal),
         };
-        let mut dest_qp = attrs.dest_qpn;
-        let mut ah = None;
-        if attrs.qp_type == QpType::Ud {
+        let (dest_qp, dest) = if attrs.service() == Service::Ud {
             // IBA 10.2.5: a WR Q_Key with the high bit set means "use the
             // QP's own Q_Key".
             let qkey = if wqe.ud.qkey & 0x8000_0000 != 0 {
@@ -614,10 +620,13 @@ impl Requester {
                 qkey,
                 src_qp: attrs.qpn,
             });
-            dest_qp = wqe.ud.dest_qpn;
-            ah = Some(wqe.ud.ah);
-        }
-        let rc = attrs.qp_type == QpType::Rc;
+            (wqe.ud.dest_qpn, Dest::Ah(wqe.ud.ah))
+        } else {
+            // INIT to RTR requires the primary path's address vector.
+            let path = attrs.primary.av.ok_or(Fault::Internal)?;
+            (attrs.dest_qpn, Dest::Path(path))
+        };
+        let rc = attrs.service() == Service::Rc;
         let mut ack_req = rc
             && (last || wqe.opcode.is_read_or_atomic() || self.noack_pkts + 1 >= MAX_PKTS_PER_ACK);
         // IBA 9.7.7.2.4: without credits a Send may only send its first
@@ -630,7 +639,7 @@ impl Requester {
         let bth = Bth {
             opcode,
             solicited_event: solicited,
-            pkey: attrs.pkey,
+            pkey: attrs.pkey(),
             dest_qp,
             ack_req,
             psn,
@@ -645,14 +654,14 @@ impl Requester {
                     }
                     Ok(())
                 }
-                _ => io.mem.gather(slot.index, offset, dst),
+                _ => io.mem.gather(&*io.sq, slot.index, offset, dst),
             }
         });
         let len = match len {
             Ok(len) => len,
             Err(WriteError::Local(err)) => {
                 self.slot_mut(pos).done = Some(err.status());
-                return Err(Fault::local(attrs.qp_type));
+                return Err(Fault::local(attrs.service()));
             }
             Err(WriteError::Packet) => return Err(Fault::Internal),
         };
@@ -681,14 +690,14 @@ impl Requester {
         Ok(Some(Transmit {
             len,
             dest_qpn: dest_qp,
-            ah,
+            dest,
             retransmission,
         }))
     }
 }
 
 /// The Send / RDMA Write opcode for a packet's position in its message.
-fn message_opcode(qp_type: QpType, op: SendOpcode, first: bool, last: bool) -> u8 {
+fn message_opcode(service: Service, op: SendOpcode, first: bool, last: bool) -> u8 {
     use codes::*;
     let rc = match (op, first, last) {
         (SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm(_), true, false) => {
@@ -710,10 +719,10 @@ fn message_opcode(qp_type: QpType, op: SendOpcode, first: bool, last: bool) -> u
         (_, false, true) => RC_SEND_LAST,
         (_, true, true) => RC_SEND_ONLY,
     };
-    match qp_type {
-        QpType::Rc => rc,
-        QpType::Uc => UC_BASE + rc,
-        QpType::Ud => match op {
+    match service {
+        Service::Rc => rc,
+        Service::Uc => UC_BASE + rc,
+        Service::Ud => match op {
             SendOpcode::SendWithImm(_) => UD_SEND_ONLY_WITH_IMMEDIATE,
             _ => UD_SEND_ONLY,
         },

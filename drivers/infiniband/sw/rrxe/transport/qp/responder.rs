@@ -22,17 +22,14 @@ use super::super::opcode::{codes, Operation, Position};
 use super::super::packet::{ExtHeaders, Packet};
 use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
+use super::context::{AccessFlags, QpContext, MAX_RD_ATOMIC};
+use super::io::{Dest, Fault, Io, Outputs, Transmit};
 use super::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
+use super::state::QpState;
+use super::state::Service;
 use super::stats::{QpStats, TransportEvent};
 use super::wqe::RecvWqe;
-use super::{AccessFlags, Fault, Io, Outputs, QpAttrs, QpState, QpType, Transmit};
-
-/// Upper bound of max_dest_rd_atomic (and max_rd_atomic): the number of
-/// RDMA Read / atomic responder resources a QP can hold. rdma_rxe offers
-/// 128, and peers negotiate from what the other side advertises (perftest
-/// asks for the remote's full depth), so rrxe matches it.
-pub const MAX_RD_ATOMIC: usize = 128;
 
 /// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
 /// 11.4.1.2); the glue writes the header there, the payload follows.
@@ -201,19 +198,19 @@ impl Responder {
     /// Loads the ePSN (INIT to RTR). For RC an unsolicited ACK carrying the
     /// initial credits is queued (IBA 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the
     /// requester need not start with a credit-limited first packet.
-    pub(super) fn start(&mut self, attrs: &QpAttrs) {
+    pub(super) fn start(&mut self, attrs: &QpContext) {
         self.epsn = attrs.rq_psn;
-        self.ack_pending = attrs.qp_type == QpType::Rc;
+        self.ack_pending = attrs.service() == Service::Rc;
     }
 
     /// A receive WQE was posted: if the last credit count advertised was
     /// zero, an unsolicited ACK tells the requester about the new credit
     /// (IBA 9.7.7.2.4 allows one at any time).
-    pub(super) fn post_recv(&mut self, attrs: &QpAttrs, io: &Io<'_>) {
+    pub(super) fn post_recv(&mut self, attrs: &QpContext, io: &Io<'_>) {
         // Only a change from zero to some credit is worth an unsolicited ACK;
         // with nothing posted the last advertisement still holds (and ACKing
         // on every call would answer ACKs with ACKs).
-        if attrs.qp_type == QpType::Rc
+        if attrs.service() == Service::Rc
             && self.advertised_zero
             && !io.rq.is_shared()
             && io.rq.posted() > 0
@@ -231,14 +228,17 @@ impl Responder {
         }
     }
 
-    fn resource_count(attrs: &QpAttrs) -> usize {
+    /// Responder resources in use: a QP with none refuses every request
+    /// that would need one (see `execute`), so one slot is kept for the
+    /// arithmetic.
+    fn resource_count(attrs: &QpContext) -> usize {
         usize::from(attrs.max_dest_rd_atomic).clamp(1, MAX_RD_ATOMIC)
     }
 
     /// Stores a new Read or atomic, evicting the oldest. A requester
     /// honouring max_rd_atomic never needs an evicted entry again; if a
     /// stale duplicate had re-armed it, its replay is simply abandoned.
-    fn allocate(&mut self, attrs: &QpAttrs, resource: Resource) {
+    fn allocate(&mut self, attrs: &QpContext, resource: Resource) {
         let n = Self::resource_count(attrs);
         if self.res_next >= n {
             self.res_next = 0;
@@ -251,7 +251,7 @@ impl Responder {
     pub(super) fn handle_request(
         &mut self,
         pkt: &Packet<'_>,
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
         out: &mut Outputs,
     ) -> Result<(), Fault> {
@@ -267,13 +267,13 @@ impl Responder {
             self.comm_established = true;
             let _ = out.events.push(AsyncEvent::CommEstablished);
         }
-        match attrs.qp_type {
-            QpType::Rc => self.rc(pkt, attrs, io, out),
-            QpType::Uc => {
+        match attrs.service() {
+            Service::Rc => self.rc(pkt, attrs, io, out),
+            Service::Uc => {
                 self.uc(pkt, attrs, io, out);
                 Ok(())
             }
-            QpType::Ud => {
+            Service::Ud => {
                 self.ud(pkt, attrs, io, out);
                 Ok(())
             }
@@ -283,7 +283,7 @@ impl Responder {
     fn rc(
         &mut self,
         pkt: &Packet<'_>,
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
         out: &mut Outputs,
     ) -> Result<(), Fault> {
@@ -403,7 +403,7 @@ impl Responder {
     fn execute(
         &mut self,
         pkt: &Packet<'_>,
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
         out: &mut Outputs,
     ) -> Step {
@@ -431,9 +431,13 @@ impl Responder {
             Operation::RdmaWrite | Operation::AtomicWrite => {
                 attrs.access.contains(AccessFlags::REMOTE_WRITE)
             }
-            Operation::RdmaReadRequest => attrs.access.contains(AccessFlags::REMOTE_READ),
+            // Without responder resources (max_dest_rd_atomic 0, IBA
+            // 11.2.4.2) no Read or atomic can be taken either.
+            Operation::RdmaReadRequest => {
+                attrs.access.contains(AccessFlags::REMOTE_READ) && attrs.max_dest_rd_atomic > 0
+            }
             Operation::CompareSwap | Operation::FetchAdd => {
-                attrs.access.contains(AccessFlags::REMOTE_ATOMIC)
+                attrs.access.contains(AccessFlags::REMOTE_ATOMIC) && attrs.max_dest_rd_atomic > 0
             }
             _ => false,
         };
@@ -475,7 +479,10 @@ impl Responder {
                     // buffer is an invalid request; locally a length error.
                     return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::LocLenErr));
                 }
-                if let Err(err) = io.mem.scatter_recv(&wqe, self.recv_offset, pkt.payload) {
+                if let Err(err) = io
+                    .mem
+                    .scatter_recv(&*io.rq, &wqe, self.recv_offset, pkt.payload)
+                {
                     let code = match err {
                         LocalError::Length => NakCode::InvalidRequest,
                         _ => NakCode::RemoteOperationalError,
@@ -655,7 +662,7 @@ impl Responder {
     /// in progress and everything up to the next First or Only packet; the
     /// receive WQE it had taken is kept for the next message instead of
     /// completing in error (the requester already reported success).
-    fn uc(&mut self, pkt: &Packet<'_>, attrs: &QpAttrs, io: &mut Io<'_>, out: &mut Outputs) {
+    fn uc(&mut self, pkt: &Packet<'_>, attrs: &QpContext, io: &mut Io<'_>, out: &mut Outputs) {
         let psn = pkt.bth.psn;
         let starts = pkt.info.position.starts_message();
         if psn != self.epsn {
@@ -693,7 +700,7 @@ impl Responder {
 
     /// UD (IBA 10.2.5, 9.8.2): single-packet Sends, checked against the
     /// Q_Key; anything that cannot be delivered is silently dropped.
-    fn ud(&mut self, pkt: &Packet<'_>, attrs: &QpAttrs, io: &mut Io<'_>, out: &mut Outputs) {
+    fn ud(&mut self, pkt: &Packet<'_>, attrs: &QpContext, io: &mut Io<'_>, out: &mut Outputs) {
         let Some(deth) = pkt.ext.deth else {
             return;
         };
@@ -713,8 +720,8 @@ impl Responder {
         } else {
             let placed = io
                 .mem
-                .write_grh(&wqe)
-                .and_then(|()| io.mem.scatter_recv(&wqe, UD_GRH_LEN, pkt.payload));
+                .write_grh(&*io.rq, &wqe)
+                .and_then(|()| io.mem.scatter_recv(&*io.rq, &wqe, UD_GRH_LEN, pkt.payload));
             match placed {
                 Ok(()) => WcStatus::Success,
                 Err(err) => err.status(),
@@ -732,10 +739,10 @@ impl Responder {
     pub(super) fn poll_transmit(
         &mut self,
         buf: &mut [u8],
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
     ) -> Result<Option<Transmit>, Fault> {
-        if attrs.qp_type != QpType::Rc {
+        if attrs.service() != Service::Rc {
             return Ok(None);
         }
         let in_error = attrs.state == QpState::Err;
@@ -752,7 +759,7 @@ impl Responder {
         }
         let credit = Self::credit_code(io);
         let bth = Bth {
-            pkey: attrs.pkey,
+            pkey: attrs.pkey(),
             dest_qp: attrs.dest_qpn,
             ..Bth::default()
         };
@@ -798,9 +805,14 @@ impl Responder {
         Ok(Some(Transmit {
             len,
             dest_qpn: attrs.dest_qpn,
-            ah: None,
+            dest: Self::dest(attrs)?,
             retransmission: false,
         }))
+    }
+
+    /// Responses go back along the QP's path, which INIT to RTR loaded.
+    fn dest(attrs: &QpContext) -> Result<Dest, Fault> {
+        attrs.primary.av.map(Dest::Path).ok_or(Fault::Internal)
     }
 
     /// One response packet of resource `i`.
@@ -808,7 +820,7 @@ impl Responder {
         &mut self,
         i: usize,
         buf: &mut [u8],
-        attrs: &QpAttrs,
+        attrs: &QpContext,
         io: &mut Io<'_>,
         credit: CreditCode,
         bth: Bth,
@@ -877,7 +889,7 @@ impl Responder {
             Ok(len) => Ok(Some(Transmit {
                 len,
                 dest_qpn: attrs.dest_qpn,
-                ah: None,
+                dest: Self::dest(attrs)?,
                 retransmission: r.replay,
             })),
             Err(WriteError::Local(_)) => {

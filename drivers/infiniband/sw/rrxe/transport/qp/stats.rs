@@ -43,11 +43,18 @@ pub enum TransportEvent {
     /// never sent, was ignored (IBA 9.7.6.1.2): the answer to a request that
     /// was retransmitted although its first answer was only late.
     DuplicateResponse,
+    /// A packet for a connected QP that did not come over its path (its
+    /// addresses are not those of the QP's address vector) was dropped
+    /// (IBA 9.6.1.1).
+    WrongPath,
+    /// A packet whose P_Key is not the QP's partition was dropped (IBA
+    /// 10.9.3, a P_Key violation).
+    PkeyViolation,
 }
 
 impl TransportEvent {
     /// Number of events.
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 15;
 
     /// Every event, in discriminant order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -64,6 +71,8 @@ impl TransportEvent {
         Self::DuplicateRequest,
         Self::OutOfSeqRequest,
         Self::DuplicateResponse,
+        Self::WrongPath,
+        Self::PkeyViolation,
     ];
 }
 

@@ -7,9 +7,10 @@
 //! reaches them through [`SendQueue`] and [`RecvQueue`], which the glue
 //! implements over the rings and the simulation over vectors. WQEs arrive
 //! here already decoded and validated (IBA 11.4.1.1 "Post Send Request":
-//! opcode, flags and lengths were checked when the WR was posted). Scatter /
-//! gather lists stay opaque: the engine names a WQE and a byte offset and
-//! [`super::memory::Memory`] walks the SGEs.
+//! opcode, flags and lengths were checked when the WR was posted). The
+//! engine never walks a scatter/gather list itself: it names a WQE and a
+//! byte offset, and [`super::memory::Memory`] walks the WQE's [`Sge`]s,
+//! which the queue lends it.
 
 /// The remote buffer of an RDMA or atomic operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,11 +69,10 @@ pub enum SendOpcode {
         /// The bytes to store.
         value: [u8; 8],
     },
-    /// A local operation (local invalidate, fast register, bind) executed
-    /// by the kernel through [`super::memory::Memory::local_operation`] when
-    /// the WQE reaches the head of the send queue; the byte is the glue's
-    /// own kind, echoed in the completion.
-    Local(u8),
+    /// A local operation, executed through
+    /// [`super::memory::Memory::local_operation`] when the WQE reaches the
+    /// head of the send queue, in order with the others.
+    Local(LocalOp),
     /// A WQE the glue could not decode; it completes with a local QP
     /// operation error rather than being guessed at.
     Unsupported,
@@ -91,6 +91,18 @@ impl SendOpcode {
                 | Self::AtomicCmpSwap { .. }
                 | Self::AtomicFetchAdd { .. }
                 | Self::AtomicWrite { .. }
+        )
+    }
+
+    /// Whether the operation takes a responder resource at the peer (IBA
+    /// 9.7.5.1.5, 11.2.4.2: what max_rd_atomic and max_dest_rd_atomic
+    /// count): an RDMA Read or an atomic. An Atomic Write is acknowledged
+    /// like an RDMA Write and takes none.
+    #[must_use]
+    pub const fn uses_responder_resource(self) -> bool {
+        matches!(
+            self,
+            Self::RdmaRead | Self::AtomicCmpSwap { .. } | Self::AtomicFetchAdd { .. }
         )
     }
 
@@ -118,6 +130,60 @@ impl SendOpcode {
     pub const fn is_wire(self) -> bool {
         !matches!(self, Self::Local(_) | Self::Unsupported)
     }
+}
+
+/// A work request that acts on the CA's own memory protection tables
+/// instead of the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalOp {
+    /// Local Invalidate (IBA 10.6.6): `key` becomes invalid (a type 2
+    /// window or a fast-register MR).
+    Invalidate {
+        /// The L_Key or R_Key to invalidate.
+        key: u32,
+    },
+    /// Fast Register (the memory management extensions, IBA 10.6.3.5 and
+    /// 10.7.2.4): the free MR whose key index `key` names becomes valid for
+    /// `length` bytes at `iova` under `key`, with `access`.
+    FastRegister {
+        /// The new L_Key/R_Key (index and consumer key portion).
+        key: u32,
+        /// `IB_ACCESS_*` rights.
+        access: u32,
+        /// First virtual address.
+        iova: u64,
+        /// Length in bytes.
+        length: u64,
+    },
+    /// Bind Memory Window (IBA 10.6.7.2): window `mw_rkey` is bound to
+    /// `length` bytes at `addr` of the MR `mr_lkey`, with `access`, and
+    /// takes the key portion of `rkey`.
+    BindMw {
+        /// The window's current R_Key.
+        mw_rkey: u32,
+        /// The key whose low byte the bound window takes.
+        rkey: u32,
+        /// The MR the window is bound to.
+        mr_lkey: u32,
+        /// First address of the window.
+        addr: u64,
+        /// Length of the window.
+        length: u64,
+        /// `IB_ACCESS_*` rights.
+        access: u32,
+    },
+}
+
+/// A scatter/gather element: `len` bytes at `addr` of the region `lkey`
+/// names (IBA 10.7.1.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// L_Key of the memory region.
+    pub lkey: u32,
 }
 
 /// Send WR flags (IBA 11.4.1.1).
@@ -174,8 +240,8 @@ pub struct RecvWqe {
     pub wr_id: u64,
     /// Total length of the scatter list.
     pub length: u32,
-    /// Opaque handle by which [`super::memory::Memory`] finds the scatter
-    /// list once the WQE has left the ring.
+    /// The queue's handle of the WQE, by which [`RecvQueue::sge`] finds its
+    /// scatter list once the WQE has left the ring.
     pub id: u32,
 }
 
@@ -193,6 +259,11 @@ pub trait SendQueue {
     /// Called once per WQE, in order, when the engine is done with it (its
     /// completion, if any, has been queued); the ring may reuse the slot.
     fn retire(&mut self, index: u32);
+    /// Gather element `i` of the posted WQE at `index`; `None` past its
+    /// list, or for a WQE whose data is inline.
+    fn sge(&self, index: u32, i: u32) -> Option<Sge>;
+    /// The inline data of the posted WQE at `index`, if it has any.
+    fn inline_data(&self, index: u32) -> Option<&[u8]>;
 }
 
 /// A receive queue or shared receive queue.
@@ -209,4 +280,7 @@ pub trait RecvQueue {
     fn is_shared(&self) -> bool {
         false
     }
+    /// Scatter element `i` of the receive WQE `id` taken last; `None` past
+    /// its list.
+    fn sge(&self, id: u32, i: u32) -> Option<Sge>;
 }

@@ -13,8 +13,11 @@ mod tests;
 use super::packet;
 use super::qp::completion::{AsyncEvent, Completion};
 use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
-use super::qp::wqe::{RecvQueue, RecvWqe, SendQueue, SendWqe};
-use super::qp::{AccessFlags, Io, ModifyQp, Qp, QpState, QpStats, QpType, MAX_PACKET_LEN};
+use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
+use super::qp::{
+    AccessFlags, Arrival, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
+    MAX_PACKET_LEN,
+};
 use std::collections::{BTreeMap, VecDeque};
 use std::vec;
 use std::vec::Vec;
@@ -88,6 +91,13 @@ impl SendQueue for FakeSq {
         assert_eq!(index, self.consumer, "send WQEs must retire in order");
         self.consumer += 1;
     }
+    // The fake memory finds a WQE's buffer by its index, not through SGEs.
+    fn sge(&self, _index: u32, _i: u32) -> Option<Sge> {
+        None
+    }
+    fn inline_data(&self, _index: u32) -> Option<&[u8]> {
+        None
+    }
 }
 
 #[derive(Default, Debug)]
@@ -105,6 +115,9 @@ impl RecvQueue for FakeRq {
     }
     fn is_shared(&self) -> bool {
         self.shared
+    }
+    fn sge(&self, _id: u32, _i: u32) -> Option<Sge> {
+        None
     }
 }
 
@@ -156,7 +169,13 @@ fn access_of(access: RemoteAccess) -> AccessFlags {
 }
 
 impl Memory for FakeMem {
-    fn gather(&mut self, sq_index: u32, offset: u32, dst: &mut [u8]) -> Result<(), LocalError> {
+    fn gather(
+        &mut self,
+        _sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), LocalError> {
         let buf = self
             .send_bufs
             .get(&sq_index)
@@ -167,7 +186,13 @@ impl Memory for FakeMem {
         dst.copy_from_slice(src);
         Ok(())
     }
-    fn scatter_send(&mut self, sq_index: u32, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+    fn scatter_send(
+        &mut self,
+        _sq: &dyn SendQueue,
+        sq_index: u32,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError> {
         let buf = self
             .send_bufs
             .get_mut(&sq_index)
@@ -178,7 +203,13 @@ impl Memory for FakeMem {
         dst.copy_from_slice(src);
         Ok(())
     }
-    fn scatter_recv(&mut self, wqe: &RecvWqe, offset: u32, src: &[u8]) -> Result<(), LocalError> {
+    fn scatter_recv(
+        &mut self,
+        _rq: &dyn RecvQueue,
+        wqe: &RecvWqe,
+        offset: u32,
+        src: &[u8],
+    ) -> Result<(), LocalError> {
         let buf = self
             .recv_bufs
             .get_mut(&wqe.id)
@@ -242,7 +273,7 @@ impl Memory for FakeMem {
         self.invalidated.push(rkey);
         Ok(())
     }
-    fn local_operation(&mut self, _sq_index: u32, _wqe: &SendWqe) -> Result<(), LocalError> {
+    fn local_operation(&mut self, _op: &LocalOp) -> Result<(), LocalError> {
         Ok(())
     }
 }
@@ -422,6 +453,50 @@ pub const A: usize = 0;
 pub const B: usize = 1;
 pub const QPN: [u32; 2] = [0x11, 0x22];
 pub const QKEY: u32 = 0x1234_5678;
+/// The handle of each node's one path.
+pub const PATH: PathHandle = PathHandle(0);
+
+/// The Modify QP calls that bring node `i` of a pair from RESET to RTS,
+/// with exactly the attributes the transition table asks of its type.
+pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
+    let connected = setup.qp_type.is_connected();
+    let rc = setup.qp_type == QpType::Rc;
+    let init = ModifyQp {
+        state: Some(QpState::Init),
+        pkey: Some(PKey::DEFAULT),
+        port: (setup.qp_type != QpType::Gsi).then_some(1),
+        qkey: (!connected).then_some(QKEY),
+        access: connected.then_some(AccessFlags::ALL),
+        ..ModifyQp::default()
+    };
+    let rtr = if connected {
+        ModifyQp {
+            state: Some(QpState::Rtr),
+            av: Some(PATH),
+            path_mtu: Some(setup.mtu),
+            dest_qpn: Some(QPN[1 - i]),
+            rq_psn: Some(setup.sq_psn[1 - i]),
+            max_dest_rd_atomic: rc.then_some(setup.rd_atomic),
+            min_rnr_timer: rc.then_some(setup.min_rnr_timer),
+            ..ModifyQp::default()
+        }
+    } else {
+        ModifyQp {
+            state: Some(QpState::Rtr),
+            ..ModifyQp::default()
+        }
+    };
+    let rts = ModifyQp {
+        state: Some(QpState::Rts),
+        sq_psn: Some(setup.sq_psn[i]),
+        timeout: rc.then_some(setup.timeout),
+        retry_cnt: rc.then_some(setup.retry_cnt),
+        rnr_retry: rc.then_some(setup.rnr_retry),
+        max_rd_atomic: rc.then_some(setup.rd_atomic),
+        ..ModifyQp::default()
+    };
+    [init, rtr, rts]
+}
 
 impl Pair {
     /// Two QPs brought to RTS and pointed at each other.
@@ -440,33 +515,11 @@ impl Pair {
             retransmitted: [0; 2],
             buf: vec![0; MAX_PACKET_LEN],
         };
-        let connected = setup.qp_type != QpType::Ud;
         for i in 0..2 {
-            let node = &mut pair.nodes[i];
-            node.modify(ModifyQp {
-                state: Some(QpState::Init),
-                qkey: Some(QKEY),
-                access: Some(AccessFlags::ALL),
-                ..ModifyQp::default()
-            });
-            node.modify(ModifyQp {
-                state: Some(QpState::Rtr),
-                path_mtu: Some(setup.mtu),
-                dest_qpn: connected.then_some(QPN[1 - i]),
-                rq_psn: connected.then_some(setup.sq_psn[1 - i]),
-                max_dest_rd_atomic: Some(setup.rd_atomic),
-                min_rnr_timer: Some(setup.min_rnr_timer),
-                ..ModifyQp::default()
-            });
-            node.modify(ModifyQp {
-                state: Some(QpState::Rts),
-                sq_psn: Some(setup.sq_psn[i]),
-                timeout: Some(setup.timeout),
-                retry_cnt: Some(setup.retry_cnt),
-                rnr_retry: Some(setup.rnr_retry),
-                max_rd_atomic: Some(setup.rd_atomic),
-                ..ModifyQp::default()
-            });
+            let steps = connect_steps(setup, i);
+            for m in steps {
+                pair.nodes[i].modify(m);
+            }
         }
         pair
     }
@@ -537,7 +590,9 @@ impl Pair {
                 pkt.payload.len()
             );
         }
-        self.nodes[f.to].with(|qp, io| qp.handle_packet(now, &pkt, io));
+        // Both nodes' packets come over their one path.
+        let arrival = Arrival::NONE.with(PATH);
+        self.nodes[f.to].with(|qp, io| qp.handle_packet(now, &pkt, arrival, io));
         true
     }
 

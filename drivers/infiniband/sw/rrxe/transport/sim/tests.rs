@@ -510,7 +510,7 @@ fn drain_tx(node: &mut Node, now: u64) -> Vec<Sent> {
 
 fn inject(node: &mut Node, now: u64, bytes: &[u8]) {
     let pkt = packet::parse(bytes, None).unwrap();
-    node.with(|qp, io| qp.handle_packet(now, &pkt, io));
+    node.with(|qp, io| qp.handle_packet(now, &pkt, Arrival::NONE.with(PATH), io));
 }
 
 /// A request packet from the peer (QPN[A]) to B at `psn`.
@@ -535,7 +535,7 @@ use super::super::headers::{AtomicEth, Deth, Reth};
 use super::super::opcode::codes;
 use super::super::packet::ExtHeaders;
 use super::super::qp::requester::MAX_TIMEOUT_SHIFT;
-use super::super::qp::ModifyError;
+use super::super::qp::{AttrMask, ModifyError, TransitionError};
 
 /// B alone, connected (its peer is simulated by hand), ePSN 100.
 fn responder_b() -> Pair {
@@ -1024,27 +1024,36 @@ fn modify_validates_transitions_and_attributes() {
         state: Some(state),
         ..ModifyQp::default()
     };
+    let [init, rtr, rts] = connect_steps(Setup::rc(), A);
     assert_eq!(
         modify(&mut n, to(QpState::Rtr)),
-        Err(ModifyError::InvalidTransition {
+        Err(ModifyError::Transition(TransitionError::Invalid {
             from: QpState::Reset,
             to: QpState::Rtr
-        })
+        }))
     );
-    modify(&mut n, to(QpState::Init)).unwrap();
-    assert_eq!(
-        modify(&mut n, to(QpState::Rtr)),
-        Err(ModifyError::MissingAttribute("dest_qpn"))
-    );
-    let rtr = ModifyQp {
-        state: Some(QpState::Rtr),
-        dest_qpn: Some(2),
-        rq_psn: Some(0),
-        path_mtu: Some(3),
-        max_dest_rd_atomic: Some(4),
-        min_rnr_timer: Some(12),
-        ..ModifyQp::default()
+    // RESET to INIT of an RC QP: port, P_Key and rights, and no Q_Key.
+    assert!(matches!(
+        modify(&mut n, to(QpState::Init)),
+        Err(ModifyError::Transition(TransitionError::Missing(_)))
+    ));
+    assert!(matches!(
+        modify(
+            &mut n,
+            ModifyQp {
+                qkey: Some(1),
+                ..init
+            }
+        ),
+        Err(ModifyError::Transition(TransitionError::NotAllowed(m))) if m == AttrMask::QKEY
+    ));
+    modify(&mut n, init).unwrap();
+    let Err(ModifyError::Transition(TransitionError::Missing(missing))) =
+        modify(&mut n, to(QpState::Rtr))
+    else {
+        panic!("INIT to RTR without attributes must be refused");
     };
+    assert!(missing.contains(AttrMask::DEST_QPN) && missing.contains(AttrMask::AV));
     for (bad, name) in [
         (
             ModifyQp {
@@ -1069,6 +1078,13 @@ fn modify_validates_transitions_and_attributes() {
         ),
         (
             ModifyQp {
+                dest_qpn: Some(1 << 24),
+                ..rtr
+            },
+            "dest_qpn",
+        ),
+        (
+            ModifyQp {
                 min_rnr_timer: Some(32),
                 ..rtr
             },
@@ -1081,34 +1097,24 @@ fn modify_validates_transitions_and_attributes() {
             },
             "max_dest_rd_atomic",
         ),
-        (
-            ModifyQp {
-                timeout: Some(32),
-                ..rtr
-            },
-            "timeout",
-        ),
-        (
-            ModifyQp {
-                retry_cnt: Some(8),
-                ..rtr
-            },
-            "retry_cnt",
-        ),
-        (
-            ModifyQp {
-                rnr_retry: Some(8),
-                ..rtr
-            },
-            "rnr_retry",
-        ),
     ] {
         assert_eq!(modify(&mut n, bad), Err(ModifyError::InvalidValue(name)));
         assert_eq!(n.qp.state(), QpState::Init);
     }
+    // A timeout is not an INIT to RTR attribute at all.
+    assert!(matches!(
+        modify(
+            &mut n,
+            ModifyQp {
+                timeout: Some(14),
+                ..rtr
+            }
+        ),
+        Err(ModifyError::Transition(TransitionError::NotAllowed(_)))
+    ));
     modify(&mut n, rtr).unwrap();
-    assert_eq!(n.qp.attrs().path_mtu.bytes(), 1024);
-    assert_eq!(
+    assert_eq!(n.qp.context().path_mtu.bytes(), 256);
+    assert!(matches!(
         modify(
             &mut n,
             ModifyQp {
@@ -1116,40 +1122,215 @@ fn modify_validates_transitions_and_attributes() {
                 ..to(QpState::Rts)
             }
         ),
-        Err(ModifyError::MissingAttribute("timeout"))
+        Err(ModifyError::Transition(TransitionError::Missing(m))) if m.contains(AttrMask::TIMEOUT)
+    ));
+    for (bad, name) in [
+        (
+            ModifyQp {
+                timeout: Some(32),
+                ..rts
+            },
+            "timeout",
+        ),
+        (
+            ModifyQp {
+                retry_cnt: Some(8),
+                ..rts
+            },
+            "retry_cnt",
+        ),
+        (
+            ModifyQp {
+                rnr_retry: Some(8),
+                ..rts
+            },
+            "rnr_retry",
+        ),
+    ] {
+        assert_eq!(modify(&mut n, bad), Err(ModifyError::InvalidValue(name)));
+    }
+    // The consumer's idea of the current state must be right.
+    assert_eq!(
+        modify(
+            &mut n,
+            ModifyQp {
+                cur_state: Some(QpState::Init),
+                ..rts
+            }
+        ),
+        Err(ModifyError::WrongCurrentState {
+            actual: QpState::Rtr
+        })
     );
-    let rts = ModifyQp {
-        state: Some(QpState::Rts),
-        sq_psn: Some(5),
-        timeout: Some(14),
-        retry_cnt: Some(7),
-        rnr_retry: Some(7),
-        max_rd_atomic: Some(4),
-        ..ModifyQp::default()
-    };
     modify(&mut n, rts).unwrap();
+    // SQD reports the drained send queue only when asked (IBA 11.6.3.1).
     modify(&mut n, to(QpState::Sqd)).unwrap();
-    assert!(
-        n.qp.poll_event() == Some(AsyncEvent::SqDrained) || {
-            n.drain();
-            n.events.contains(&AsyncEvent::SqDrained)
-        }
-    );
+    n.drain();
+    assert!(!n.events.contains(&AsyncEvent::SqDrained));
     modify(&mut n, to(QpState::Rts)).unwrap();
-    // RC has no SQE; ERR and RESET are reachable from anywhere.
+    modify(
+        &mut n,
+        ModifyQp {
+            sqd_notify: Some(true),
+            ..to(QpState::Sqd)
+        },
+    )
+    .unwrap();
+    n.drain();
+    assert!(n.events.contains(&AsyncEvent::SqDrained));
+    modify(&mut n, to(QpState::Rts)).unwrap();
+    // RC has no SQE; ERR and RESET are reachable from anywhere but RESET.
     assert!(modify(&mut n, to(QpState::Sqe)).is_err());
     modify(&mut n, to(QpState::Err)).unwrap();
-    // IBA 10.3.1: entering ERR reports the last WQE (for a QP on an SRQ).
+    // The last WQE event is for QPs on an SRQ only (IBA 10.3.1).
     n.drain();
-    assert!(n.events.contains(&AsyncEvent::LastWqeReached));
+    assert!(!n.events.contains(&AsyncEvent::LastWqeReached));
     assert!(modify(&mut n, to(QpState::Rts)).is_err());
     modify(&mut n, to(QpState::Reset)).unwrap();
-    // UD needs a Q_Key to leave RESET.
+    assert!(modify(&mut n, to(QpState::Err)).is_err());
+    let mut on_srq = Node::new(QpType::Rc, 2);
+    on_srq.rq.shared = true;
+    for m in connect_steps(Setup::rc(), A) {
+        on_srq.modify(m);
+    }
+    on_srq.modify(to(QpState::Err));
+    on_srq.drain();
+    assert!(on_srq.events.contains(&AsyncEvent::LastWqeReached));
+    // UD needs a Q_Key to leave RESET, and takes no path.
     let mut ud = Node::new(QpType::Ud, 3);
-    assert_eq!(
+    assert!(matches!(
         modify(&mut ud, to(QpState::Init)),
-        Err(ModifyError::MissingAttribute("qkey"))
+        Err(ModifyError::Transition(TransitionError::Missing(m))) if m.contains(AttrMask::QKEY)
+    ));
+}
+
+/// Query QP answers with the PSNs in use, not the ones last set.
+#[test]
+fn query_reports_current_psns_and_the_type_s_attributes() {
+    let mut p = Pair::connect(Setup::rc(), 21, Link::PERFECT);
+    let q = p.nodes[A].qp.query();
+    assert_eq!(q.sq_psn, Some(100));
+    assert_eq!(q.rq_psn, Some(0x00FF_FFF0));
+    assert_eq!(q.av, Some(PATH));
+    assert_eq!(q.qkey, None);
+    for i in 0..3 {
+        p.nodes[B].post_recv(i, 4096);
+    }
+    for i in 0..3 {
+        p.nodes[A].post_send(
+            SendWqe {
+                wr_id: i,
+                length: 2048,
+                flags: SendFlags::SIGNALED,
+                ..SendWqe::default()
+            },
+            vec![7; 2048],
+        );
+    }
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 3);
+    // Three eight-packet Sends at MTU 256.
+    assert_eq!(p.nodes[A].qp.query().sq_psn, Some(124));
+    assert_eq!(p.nodes[B].qp.query().rq_psn, Some(124));
+    // B's ePSN started at 0xFFFFF0 and wraps past 2^24.
+    assert_eq!(p.nodes[A].qp.query().rq_psn, Some(0x00FF_FFF0));
+    let mut setup = Setup::rc();
+    setup.qp_type = QpType::Ud;
+    let ud = Pair::connect(setup, 22, Link::PERFECT);
+    let q = ud.nodes[A].qp.query();
+    assert_eq!(q.qkey, Some(QKEY));
+    assert_eq!((q.av, q.dest_qpn, q.path_mtu), (None, None, None));
+}
+
+/// max_dest_rd_atomic 0: the responder refuses Reads and atomics with an
+/// Invalid Request NAK; max_rd_atomic 0: the requester issues none.
+#[test]
+fn zero_rd_atomic_depths_refuse_reads_and_atomics() {
+    let mut setup = Setup::rc();
+    setup.rd_atomic = 0;
+    let mut p = Pair::connect(setup, 23, Link::PERFECT);
+    p.nodes[B].add_region(7, 0x1000, vec![1; 64]);
+    // Let the initial credit ACKs go.
+    p.run_until(1_000, |_| false);
+    let sent = p.sent[A];
+    p.nodes[A].post_send(
+        SendWqe {
+            wr_id: 1,
+            opcode: SendOpcode::RdmaRead,
+            length: 64,
+            remote: RemoteAddr {
+                va: 0x1000,
+                rkey: 7,
+            },
+            flags: SendFlags::SIGNALED,
+            ..SendWqe::default()
+        },
+        vec![0; 64],
     );
+    p.run_until(10_000, |p| !p.nodes[A].send_completions().is_empty());
+    assert_eq!(
+        p.nodes[A].send_completions()[0].status,
+        WcStatus::LocQpOpErr
+    );
+    assert_eq!(p.sent[A], sent, "no request may leave the requester");
+    assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+
+    // B takes no Reads: a hand-made Read request gets an Invalid Request
+    // NAK and B enters ERR.
+    let mut p = Pair::connect(setup, 24, Link::PERFECT);
+    drain_tx(&mut p.nodes[B], 0);
+    p.nodes[B].add_region(7, 0x1000, vec![1; 64]);
+    let read = request(
+        codes::RC_RDMA_READ_REQUEST,
+        100,
+        ExtHeaders {
+            reth: Some(Reth {
+                va: 0x1000,
+                rkey: 7,
+                dma_len: 64,
+            }),
+            ..ExtHeaders::default()
+        },
+        &[],
+    );
+    inject(&mut p.nodes[B], 0, &read);
+    let sent = drain_tx(&mut p.nodes[B], 0);
+    assert_eq!(
+        sent.iter().map(|s| s.2).collect::<Vec<_>>(),
+        [Some(Syndrome::Nak(NakCode::InvalidRequest))]
+    );
+    p.nodes[B].drain();
+    assert_eq!(p.nodes[B].qp.state(), QpState::Err);
+    assert!(p.nodes[B].events.contains(&AsyncEvent::QpRequestError));
+}
+
+/// A packet from elsewhere than the QP's path, or of another partition,
+/// is dropped before it can touch the QP, and counted.
+#[test]
+fn packets_off_the_path_or_partition_are_dropped_and_counted() {
+    let mut p = responder_b();
+    p.nodes[B].post_recv(1, 64);
+    // The unsolicited ACK announcing the credit.
+    drain_tx(&mut p.nodes[B], 0);
+    let send = request(codes::RC_SEND_ONLY, 100, ExtHeaders::default(), b"hello");
+    let pkt = packet::parse(&send, None).unwrap();
+    p.nodes[B].with(|qp, io| qp.handle_packet(0, &pkt, Arrival::NONE, io));
+    assert!(drain_tx(&mut p.nodes[B], 0).is_empty());
+    p.nodes[B].drain();
+    assert_eq!(p.nodes[B].stats.get(TransportEvent::WrongPath), 1);
+    assert!(p.nodes[B].recv_completions().is_empty());
+    // Another partition (0x8001), and the invalid P_Key: both violations.
+    for pkey in [0x8001u16, 0x0000] {
+        let mut other = send.clone();
+        other[2..4].copy_from_slice(&pkey.to_be_bytes());
+        let pkt = packet::parse(&other, None).unwrap();
+        p.nodes[B].with(|qp, io| qp.handle_packet(0, &pkt, Arrival::NONE.with(PATH), io));
+    }
+    p.nodes[B].drain();
+    assert_eq!(p.nodes[B].stats.get(TransportEvent::PkeyViolation), 2);
+    // The same packet over the path and in the partition is taken.
+    inject(&mut p.nodes[B], 0, &send);
+    p.nodes[B].drain();
+    assert_eq!(p.nodes[B].recv_completions().len(), 1);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Interoperability with rdma_rxe, side A: the verbs clients over the wire on rrxe against
-# rdma_rxe servers on side B, then on rdma_rxe against rrxe servers (tests/vm/interop-b.sh).
+# rdma_rxe servers on side B, then on rdma_rxe against rrxe servers
+# (tests/vm/interop-peer.sh).
 here=$(dirname "$0")
 rc=0
 echo "# === rrxe (A) -> rdma_rxe (B)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Interoperability with rdma_rxe, side B: rdma_rxe servers for side A's rrxe clients, then
-# rrxe servers for its rdma_rxe clients (tests/vm/interop-a.sh).
+# rrxe servers for its rdma_rxe clients (tests/vm/interop.sh).
 here=$(dirname "$0")
 rc=0
 echo "# === rdma_rxe (B) serving rrxe (A)"

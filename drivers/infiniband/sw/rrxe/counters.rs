@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The device's counters, as `rdma statistic show link DEV/1` shows them: packets moved
+//! and dropped by reason, the QPs' transport events, and memory-management operations.
+
+use crate::glue::net;
+use crate::glue::stats::{CounterDescs, CounterNames};
+use crate::transport::qp::stats::{QpStats, TransportEvent};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::c_str;
+
+/// Counters before the transport events in [`NAMES`].
+const PORT_COUNTERS: usize = 12;
+
+/// Counters after the transport events in [`NAMES`].
+const MEM_COUNTERS: usize = 3;
+
+/// The counters' names, in the order [`Counters::read`] fills them. The `wire_*` ones count
+/// packets dropped before they could be matched to a device (bad ICRC, truncated or
+/// malformed IP/UDP, no device on the netdev): they are the same on every rrxe device.
+static NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS }> =
+    CounterNames::new([
+        c_str!("sent_pkts"),
+        c_str!("rcvd_pkts"),
+        c_str!("retransmitted_pkts"),
+        c_str!("rcvd_no_qp"),
+        c_str!("rcvd_queue_full"),
+        c_str!("rcvd_malformed"),
+        c_str!("send_errors"),
+        c_str!("send_no_path"),
+        c_str!("wire_icrc_errors"),
+        c_str!("wire_truncated"),
+        c_str!("wire_malformed"),
+        c_str!("wire_no_device"),
+        // The QPs' transport events, in `TransportEvent::ALL` order.
+        c_str!("ack_timeouts"),
+        c_str!("seq_naks_rcvd"),
+        c_str!("rnr_naks_rcvd"),
+        c_str!("error_naks_rcvd"),
+        c_str!("implied_naks"),
+        c_str!("retry_exceeded"),
+        c_str!("rnr_retry_exceeded"),
+        c_str!("seq_naks_sent"),
+        c_str!("rnr_naks_sent"),
+        c_str!("error_naks_sent"),
+        c_str!("duplicate_requests"),
+        c_str!("out_of_seq_requests"),
+        c_str!("duplicate_responses"),
+        c_str!("rcvd_wrong_path"),
+        c_str!("rcvd_pkey_violations"),
+        // Memory management extensions, after the transport events.
+        c_str!("fast_reg_mrs"),
+        c_str!("local_invalidates"),
+        c_str!("remote_invalidates"),
+    ]);
+
+/// The counter names for the RDMA core.
+pub(crate) const DESCS: CounterDescs = NAMES.descs();
+
+/// An event counter.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Counts one event.
+    pub(crate) fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` events.
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The count so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What one device counts.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Packets sent (requests and responses, first transmissions and retries).
+    pub(crate) sent_pkts: Counter,
+    /// Of those, retransmissions (IBA 9.7.6.1.3: after a timeout or a NAK).
+    pub(crate) retransmitted_pkts: Counter,
+    /// Packets received for a QP of this device.
+    pub(crate) rcvd_pkts: Counter,
+    /// Received for a QP number that does not exist.
+    pub(crate) rx_no_qp: Counter,
+    /// Dropped because the QP's receive queue of packets was full.
+    pub(crate) rx_queue_full: Counter,
+    /// Headers that did not parse (unknown opcode, truncated, bad length).
+    pub(crate) rx_malformed: Counter,
+    /// Packets the IP stack refused to send.
+    pub(crate) tx_errors: Counter,
+    /// Packets without a destination (a UD send naming no valid AH of its PD).
+    pub(crate) tx_no_path: Counter,
+    /// The QPs' transport events (retries, NAKs, duplicates, drops), by [`TransportEvent`].
+    pub(crate) transport: [Counter; TransportEvent::COUNT],
+    /// Fast Register WQEs executed (an MR became valid).
+    pub(crate) fast_reg_mrs: Counter,
+    /// Local Invalidate WQEs executed (an MR or window became free).
+    pub(crate) local_invalidates: Counter,
+    /// Send with Invalidate messages that invalidated an R_Key of ours.
+    pub(crate) remote_invalidates: Counter,
+}
+
+impl Counters {
+    /// Adds the events a QP engine counted since it was last asked.
+    pub(crate) fn add_transport(&self, stats: &QpStats) {
+        for (c, e) in self.transport.iter().zip(TransportEvent::ALL) {
+            let n = stats.get(e);
+            if n != 0 {
+                c.add(u64::from(n));
+            }
+        }
+    }
+
+    /// Fills `values` in the order of [`DESCS`].
+    pub(crate) fn read(&self, values: &mut [u64]) {
+        let wire = net::counters().snapshot();
+        let port = [
+            self.sent_pkts.get(),
+            self.rcvd_pkts.get(),
+            self.retransmitted_pkts.get(),
+            self.rx_no_qp.get(),
+            self.rx_queue_full.get(),
+            self.rx_malformed.get(),
+            self.tx_errors.get(),
+            self.tx_no_path.get(),
+            wire.rx_bad_icrc,
+            wire.rx_truncated,
+            wire.rx_malformed,
+            wire.rx_no_device,
+        ];
+        let transport = self.transport.iter().map(Counter::get);
+        let mem = [
+            self.fast_reg_mrs.get(),
+            self.local_invalidates.get(),
+            self.remote_invalidates.get(),
+        ];
+        for (v, a) in values
+            .iter_mut()
+            .zip(port.into_iter().chain(transport).chain(mem))
+        {
+            *v = a;
+        }
+    }
+}

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP as a verbs object: create, modify, query, post and destroy, around the transport
+//! engine ([`Engine`]), which owns the QP context. Modify and Query are translations: the
+//! engine validates every transition and attribute; this side resolves what only the device
+//! can (address vectors into path handles, P_Key indices into P_Keys, ports).
+//!
+//! Locking: the engine and the QP's queues are under the QP's mutex, taken by verbs and by
+//! the QP's task (`task.rs`); the kernel posters are under an interrupt-safe spinlock
+//! (kernel consumers post from any context), together with whether the queues accept work,
+//! so a post racing a Modify to RESET either lands before the RESET empties the queues or
+//! is refused, never in the QP's next incarnation. Consumers are never called with either
+//! held: the task delivers completions and events after letting go (`outbox.rs`).
+
+use super::backlog::Backlog;
+use super::outbox::Outbox;
+use crate::ah::RrxeAh;
+use crate::cq::{CqShared, RrxeCq};
+use crate::glue::error::eopnotsupp;
+use crate::glue::net::RxPacket;
+use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
+use crate::glue::rdma::object::{PdId, QpHandle};
+use crate::glue::rdma::udata::UData;
+use crate::glue::rdma::wr::{RecvWr, SendWr};
+use crate::glue::sync::{IrqSpinLock, LockClass};
+use crate::glue::table::IndexTable;
+use crate::glue::task::{impl_has_task, Task};
+use crate::incarnation::QpIncarnation;
+use crate::memory::QpMemory;
+use crate::params;
+use crate::shared::DeviceShared;
+use crate::srq::{RrxeSrq, SrqShared};
+use crate::transport::qp::context::{AltPath, PKey, PathHandle};
+use crate::transport::qp::io::Io;
+use crate::transport::qp::state::{QpState, QpType};
+use crate::transport::qp::{Qp as Engine, MAX_PACKET_LEN};
+use crate::wq::{RecvRing, RqPoster, SendRing, SqPoster};
+use core::sync::atomic::AtomicBool;
+use kernel::c_str;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+static RX_LOCK: LockClass = LockClass::new();
+static POST_LOCK: LockClass = LockClass::new();
+
+/// The only port of an rrxe device (IBA numbers CA ports from 1).
+pub(crate) const PORT: u8 = 1;
+
+/// State of one rrxe QP, held by the core's `struct ib_qp`.
+pub(crate) struct RrxeQp {
+    shared: Arc<QpShared>,
+}
+
+/// A QP as its task, the receive path and the verbs reach it. Every reference but the
+/// `RrxeQp`'s is a task callback's or a packet delivery's; once destroyed, what is left
+/// here drops in any context.
+#[pin_data]
+pub(crate) struct QpShared {
+    #[pin]
+    pub(super) task: Task<QpShared>,
+    /// The engine and queues; `None` once the QP is destroyed.
+    #[pin]
+    pub(super) core: Mutex<Option<QpCore>>,
+    /// Packets waiting for the task.
+    #[pin]
+    pub(super) rx: IrqSpinLock<Backlog>,
+    /// The producer sides of a kernel QP's rings, and whether its queues take work.
+    #[pin]
+    pub(super) posters: IrqSpinLock<Posters>,
+    /// Set by destroy before it returns; from then on the task delivers nothing.
+    pub(super) destroyed: AtomicBool,
+    /// The QP's consumer (its number, its event handler), for deliveries.
+    pub(super) handle: QpHandle,
+}
+
+impl_has_task!(QpShared, task);
+
+/// The producer sides of a kernel QP's rings (`None` for user QPs, whose rings userspace
+/// fills), with whether each queue accepts new WRs (IBA 10.3.1: the send queue from RTS
+/// on, the receive queue from INIT on), kept in step with the engine's state by Modify.
+pub(super) struct Posters {
+    pub(super) sends: bool,
+    pub(super) receives: bool,
+    sq: Option<SqPoster>,
+    rq: Option<RqPoster>,
+}
+
+/// What the task works on, under the QP's mutex.
+pub(super) struct QpCore {
+    pub(super) engine: KBox<Engine>,
+    pub(super) sq: SendRing,
+    pub(super) rq: RecvRing,
+    /// The address vectors of the engine's path handles: handle `h` is `paths[h]`.
+    pub(super) paths: [Option<AddressVector>; 2],
+    pub(super) caps: QpCaps,
+    pub(super) dev: Arc<DeviceShared>,
+    pub(super) pd: PdId,
+    pub(super) incarnation: QpIncarnation,
+    pub(super) send_cq: Arc<CqShared>,
+    pub(super) recv_cq: Arc<CqShared>,
+    /// A transmit buffer for one packet.
+    pub(super) tx: KVec<u8>,
+}
+
+impl QpCore {
+    /// Lends the queues and memory to the engine for one call.
+    pub(super) fn io<R>(
+        &mut self,
+        grh: Option<[u8; 40]>,
+        f: impl FnOnce(&mut Engine, &mut Io<'_>, &mut KVec<u8>) -> R,
+    ) -> R {
+        let mut mem = QpMemory::new(&self.dev, self.pd, self.incarnation);
+        mem.grh = grh;
+        let mut io = Io {
+            sq: &mut self.sq,
+            rq: &mut self.rq,
+            mem: &mut mem,
+        };
+        f(&mut self.engine, &mut io, &mut self.tx)
+    }
+}
+
+/// A device's QPs, by QP number.
+#[pin_data]
+pub(crate) struct QpTable {
+    #[pin]
+    qps: IndexTable<QpShared>,
+}
+
+impl QpTable {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            qps <- IndexTable::new(),
+        })
+    }
+
+    /// Queues a received packet to QP `qpn` and kicks its task (softirq context).
+    pub(crate) fn deliver(&self, dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
+        let Some(qp) = self.qps.get(qpn) else {
+            dev.counters.rx_no_qp.inc();
+            return;
+        };
+        if qp.rx.lock().push(pkt).is_err() {
+            dev.counters.rx_queue_full.inc();
+            return;
+        }
+        dev.counters.rcvd_pkts.inc();
+        Task::kick(&qp);
+    }
+}
+
+/// A QP engine in RESET, copied from a compile-time template straight into its allocation:
+/// it is several kilobytes, too large to build on a kernel stack.
+fn new_engine(qp_type: QpType, qpn: u32) -> Result<KBox<Engine>> {
+    const RC: Engine = Engine::new(QpType::Rc, 0);
+    const UC: Engine = Engine::new(QpType::Uc, 0);
+    const UD: Engine = Engine::new(QpType::Ud, 0);
+    const GSI: Engine = Engine::new(QpType::Gsi, 0);
+    let slot = KBox::<Engine>::new_uninit(GFP_KERNEL)?;
+    let mut engine = match qp_type {
+        QpType::Rc => KBox::write(slot, RC),
+        QpType::Uc => KBox::write(slot, UC),
+        QpType::Ud => KBox::write(slot, UD),
+        QpType::Gsi => KBox::write(slot, GSI),
+    };
+    engine.set_qpn(qpn);
+    Ok(engine)
+}
+
+/// Creates a QP of device `dev` in `qps`, with its two rings (shared with userspace for a
+/// user QP); returns it with its number.
+pub(crate) fn create(
+    qps: &QpTable,
+    dev: &Arc<DeviceShared>,
+    handle: QpHandle,
+    init: &mut QpInit<'_, RrxeCq, RrxeSrq>,
+    udata: Option<&mut UData>,
+) -> Result<(RrxeQp, u32)> {
+    let srq = init.srq.map(RrxeSrq::shared);
+    // Kernel SRQs do not exist (no post_srq_recv), so only user QPs can name one.
+    if srq.is_some() && udata.is_none() {
+        return Err(eopnotsupp());
+    }
+    let caps = init.caps;
+    let (sq, send_wr, send_sge, inline) = SendRing::new(
+        init.qp_type,
+        caps.max_send_wr,
+        caps.max_send_sge,
+        caps.max_inline_data,
+        init.signal_all,
+        udata.as_deref(),
+    )?;
+    let (rq, recv_wr, recv_sge) = match srq {
+        // IBA 10.2.9: a QP on an SRQ has no receive queue of its own.
+        Some(srq) => (RecvRing::from_srq(srq)?, 0, 0),
+        None => RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge, udata.as_deref())?,
+    };
+    let granted = QpCaps {
+        max_send_wr: send_wr,
+        max_send_sge: send_sge,
+        max_inline_data: inline,
+        max_recv_wr: recv_wr,
+        max_recv_sge: recv_sge,
+    };
+    let (sq_poster, rq_poster) = match udata {
+        Some(udata) => {
+            let sq_mi = sq.mmap_info().unwrap_or_default();
+            match rq.mmap_info() {
+                Some(rq_mi) => {
+                    udata.respond(&crate::glue::bindings::rxe_create_qp_resp { rq_mi, sq_mi })?
+                }
+                // On an SRQ, rdma_rxe leaves `rq_mi` unwritten; the provider ignores it.
+                None => udata.respond_bytes_at(
+                    core::mem::offset_of!(crate::glue::bindings::rxe_create_qp_resp, sq_mi),
+                    core::mem::size_of::<crate::glue::bindings::rxe_create_qp_resp>(),
+                    &crate::glue::queue::mmap_info_bytes(&sq_mi),
+                )?,
+            }
+            (None, None)
+        }
+        None => (Some(sq.poster()?), Some(rq.poster()?)),
+    };
+    // IBA 3.5.1: the GSI QP is QP1.
+    let (min, max) = match init.qp_type {
+        QpType::Gsi => (1, 1),
+        _ => (params::MIN_QPN, params::MAX_QPN),
+    };
+    let slot = qps.qps.reserve(min, max)?;
+    let qpn = slot.index();
+    let core = QpCore {
+        engine: new_engine(init.qp_type, qpn)?,
+        sq,
+        rq,
+        paths: [None; 2],
+        caps: granted,
+        dev: dev.clone(),
+        pd: init.pd,
+        incarnation: QpIncarnation::next(),
+        send_cq: init.send_cq.shared(),
+        recv_cq: init.recv_cq.shared(),
+        tx: KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?,
+    };
+    let outbox = Outbox::new()?;
+    let backlog = Backlog::new()?;
+    let shared = Arc::pin_init(
+        pin_init!(QpShared {
+            task <- Task::new(outbox),
+            core <- new_mutex!(Some(core), "rrxe_qp"),
+            rx <- IrqSpinLock::new(backlog, c_str!("rrxe_qp_rx"), &RX_LOCK),
+            posters <- IrqSpinLock::new(
+                Posters {
+                    sends: false,
+                    receives: false,
+                    sq: sq_poster,
+                    rq: rq_poster,
+                },
+                c_str!("rrxe_qp_post"),
+                &POST_LOCK
+            ),
+            destroyed: AtomicBool::new(false),
+            handle,
+        }),
+        GFP_KERNEL,
+    )?;
+    slot.store(shared.clone())?;
+    init.caps = granted;
+    Ok((RrxeQp { shared }, qpn))
+}
+
+/// Destroys a QP: unpublishes it, stops its task and frees its rings. May run from a
+/// handler the QP's own task called (see `outbox.rs`).
+pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
+    let shared = &qp.shared;
+    drop(qps.qps.remove(shared.handle.qpn()));
+    shared
+        .destroyed
+        .store(true, core::sync::atomic::Ordering::Release);
+    shared.task.shutdown();
+    // Taken out in process context, so that whatever may sleep to free (rings, MR
+    // references, CQs) goes here and not with the last reference, which a packet
+    // delivery may hold in softirq.
+    let core = shared.core.lock().take();
+    let posters = {
+        let mut p = shared.posters.lock();
+        p.sends = false;
+        p.receives = false;
+        (p.sq.take(), p.rq.take())
+    };
+    let backlog = shared.rx.lock().close();
+    drop((core, posters, backlog));
+}
+
+/// Rings the send doorbell (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
+pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
+    if !qp.shared.posters.lock().sends {
+        // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
+        return Err(EINVAL);
+    }
+    Task::kick(&qp.shared);
+    Ok(())
+}
+
+/// Posts a kernel send WR (IBA 11.4.1.1).
+pub(crate) fn post_send(qp: &RrxeQp, wr: &SendWr<'_, RrxeAh>) -> Result {
+    let ah_num = wr.ud.as_ref().map_or(0, |ud| ud.ah.num());
+    let mut posters = qp.shared.posters.lock();
+    if !posters.sends {
+        return Err(EINVAL);
+    }
+    // User QPs are posted to through their rings only.
+    posters.sq.as_mut().ok_or(EINVAL)?.post(wr, ah_num)
+}
+
+/// Posts a kernel receive WR (IBA 11.4.1.2).
+pub(crate) fn post_recv(qp: &RrxeQp, wr: &RecvWr<'_>) -> Result {
+    let mut posters = qp.shared.posters.lock();
+    if !posters.receives {
+        return Err(EINVAL);
+    }
+    posters.rq.as_mut().ok_or(EINVAL)?.post(wr)
+}
+
+/// Receive WRs were posted: the task may owe the requester a credit update.
+pub(crate) fn recv_doorbell(qp: &RrxeQp) {
+    Task::kick(&qp.shared);
+}
+
+/// The P_Key at `index` of the port's table: RoCE has the default partition only.
+fn pkey_at(index: u16) -> Result<PKey> {
+    if index >= params::PKEY_TABLE_LEN {
+        return Err(EINVAL);
+    }
+    Ok(PKey {
+        index,
+        ..PKey::DEFAULT
+    })
+}
+
+/// Checks an address vector against the device: RoCEv2, on the device's port.
+fn check_av(av: &AddressVector) -> Result {
+    if !av.roce_v2 || av.port != PORT {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Applies a Modify QP (IBA 11.2.4.2): resolves the device's part of the attributes, then
+/// the engine validates and applies all of them or none.
+pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
+    let shared = &qp.shared;
+    let mut guard = shared.core.lock();
+    let core = guard.as_mut().ok_or(EINVAL)?;
+    let mut req = m.attrs;
+    if req.port.is_some_and(|p| p != PORT) {
+        return Err(EINVAL);
+    }
+    if let Some(i) = m.pkey_index {
+        req.pkey = Some(pkey_at(i)?);
+    }
+    // The primary path keeps its handle; an alternate path takes the other one, so that
+    // loading either never disturbs the path in use.
+    let primary = core.engine.context().primary.av.unwrap_or(PathHandle(0));
+    let alternate = PathHandle(1 - primary.0);
+    if let Some(av) = &m.av {
+        check_av(av)?;
+        req.av = Some(primary);
+    }
+    if let Some(alt) = &m.alt_path {
+        check_av(&alt.av)?;
+        if alt.port != PORT {
+            return Err(EINVAL);
+        }
+        req.alt_path = Some(AltPath {
+            av: alternate,
+            port: alt.port,
+            pkey: pkey_at(alt.pkey_index)?,
+            timeout: alt.timeout,
+        });
+    }
+    core.io(None, |engine, io, _| engine.modify(&req, io))
+        .map_err(|e| {
+            pr_debug!("qp {}: modify refused: {:?}\n", shared.handle.qpn(), e);
+            EINVAL
+        })?;
+    if let Some(av) = m.av {
+        core.paths[usize::from(primary.0)] = Some(av);
+    }
+    if let Some(alt) = m.alt_path {
+        core.paths[usize::from(alternate.0)] = Some(alt.av);
+    }
+    let (sends, receives) = (core.engine.accepts_sends(), core.engine.accepts_receives());
+    {
+        let mut posters = shared.posters.lock();
+        posters.sends = sends;
+        posters.receives = receives;
+        // IBA 10.3.1: entering RESET empties the work queues. Under the posters' lock, so a
+        // kernel post either landed before (and goes) or sees the queues closed.
+        if core.engine.state() == QpState::Reset {
+            core.sq.drain();
+            core.rq.drain();
+        }
+    }
+    drop(guard);
+    // Flush completions (ERR), a drained SQ event (SQD), or sends waiting since before RTS.
+    Task::kick(shared);
+    Ok(())
+}
+
+/// Reports a QP's attributes (IBA 11.2.4.3).
+pub(crate) fn query(qp: &RrxeQp) -> Result<QpAttributes> {
+    let guard = qp.shared.core.lock();
+    let core = guard.as_ref().ok_or(EINVAL)?;
+    let query = core.engine.query();
+    let path =
+        |h: Option<PathHandle>| h.and_then(|h| core.paths.get(usize::from(h.0)).copied().flatten());
+    Ok(QpAttributes {
+        query,
+        av: path(query.av),
+        alt_av: path(query.alt_path.map(|p| p.av)),
+        caps: core.caps,
+    })
+}
+
+/// The SRQ a QP core takes from, if any.
+pub(super) fn srq_of(core: &QpCore) -> Option<&Arc<SrqShared>> {
+    core.rq.srq()
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a QP's task owes its consumers: completions for its CQs, asynchronous events for
+//! its own handler and its SRQ's. The task collects them while it holds the QP's lock and
+//! delivers them after letting go of it, since a consumer's handler may post to, modify or
+//! destroy the very QP (IBA 11.6.2 lets event handlers act on the QP; kernel ULPs tear
+//! down from completion handlers).
+
+use crate::cq::{self, CqShared};
+use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
+use crate::srq::SrqShared;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// Deliveries one task run may collect. A run stops taking work once fewer than
+/// [`Outbox::RESERVE`] are free, and goes on in its next run.
+const CAPACITY: usize = 256;
+
+/// Which CQ a completion goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Queue {
+    /// The send CQ.
+    Send,
+    /// The receive CQ.
+    Recv,
+}
+
+/// One call owed to a consumer.
+#[derive(Clone, Copy)]
+enum Delivery {
+    /// A work completion, and whether it is solicited (IBA 11.4.2.2).
+    Completion(Queue, WcFields, bool),
+    /// An event for the QP's handler.
+    Event(QpEvent),
+    /// The SRQ's limit event.
+    SrqLimit,
+}
+
+/// The deliveries of one task run, and the objects they go to (references taken while the
+/// QP's lock was held, dropped at the end of the run).
+pub(crate) struct Outbox {
+    /// `CAPACITY` places, the first `len` taken.
+    items: KVec<Option<Delivery>>,
+    len: usize,
+    send_cq: Option<Arc<CqShared>>,
+    recv_cq: Option<Arc<CqShared>>,
+    srq: Option<Arc<SrqShared>>,
+}
+
+impl Outbox {
+    /// Free places a run keeps for the work it is in the middle of: everything one
+    /// received packet can complete (a coalesced ACK retires up to 64 send WQEs) plus its
+    /// events.
+    pub(crate) const RESERVE: usize = 80;
+
+    /// An empty outbox with room for a run's deliveries (allocated once, with the QP).
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            items: KVec::from_elem(None, CAPACITY, GFP_KERNEL)?,
+            len: 0,
+            send_cq: None,
+            recv_cq: None,
+            srq: None,
+        })
+    }
+
+    /// Starts a run for a QP with these CQs and SRQ.
+    pub(crate) fn begin(
+        &mut self,
+        send_cq: &Arc<CqShared>,
+        recv_cq: &Arc<CqShared>,
+        srq: Option<&Arc<SrqShared>>,
+    ) {
+        self.send_cq = Some(send_cq.clone());
+        self.recv_cq = Some(recv_cq.clone());
+        self.srq = srq.cloned();
+    }
+
+    /// Free places.
+    pub(crate) fn room(&self) -> usize {
+        self.items.len().saturating_sub(self.len)
+    }
+
+    fn push(&mut self, d: Delivery) {
+        // A run that ignored `room` would lose the delivery rather than allocate.
+        if let Some(place) = self.items.get_mut(self.len) {
+            *place = Some(d);
+            self.len += 1;
+        }
+    }
+
+    /// Owes a completion to the CQ of `queue`.
+    pub(crate) fn completion(&mut self, queue: Queue, wc: WcFields, solicited: bool) {
+        self.push(Delivery::Completion(queue, wc, solicited));
+    }
+
+    /// Owes the QP's handler an event.
+    pub(crate) fn event(&mut self, event: QpEvent) {
+        self.push(Delivery::Event(event));
+    }
+
+    /// Owes the SRQ's handler its limit event.
+    pub(crate) fn srq_limit(&mut self) {
+        self.push(Delivery::SrqLimit);
+    }
+
+    /// Makes every call owed, in order, then forgets the run's objects. Called without any
+    /// QP lock held. `destroyed` is set once the QP is destroyed, possibly by one of these
+    /// very calls: nothing more is delivered then (the QP, and with it `qp`, is gone; what
+    /// is left concerned it only).
+    pub(crate) fn deliver(&mut self, qp: &QpHandle, destroyed: &AtomicBool) {
+        for d in self.items[..self.len].iter_mut().filter_map(Option::take) {
+            if destroyed.load(Ordering::Acquire) {
+                continue;
+            }
+            match d {
+                Delivery::Completion(queue, wc, solicited) => {
+                    let cq = match queue {
+                        Queue::Send => self.send_cq.as_deref(),
+                        Queue::Recv => self.recv_cq.as_deref(),
+                    };
+                    if let Some(cq) = cq {
+                        cq::post(cq, qp, &wc, solicited);
+                    }
+                }
+                Delivery::Event(event) => qp.dispatch_event(event),
+                Delivery::SrqLimit => {
+                    if let Some(srq) = &self.srq {
+                        srq.limit_reached();
+                    }
+                }
+            }
+        }
+        self.len = 0;
+        self.send_cq = None;
+        self.recv_cq = None;
+        self.srq = None;
+    }
+}

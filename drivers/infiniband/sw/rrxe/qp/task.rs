@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP's task: one run feeds the engine the packets that arrived, runs its expired
+//! timer, sends what it produces and collects its completions and events, all under the
+//! QP's mutex; then, with the mutex released, it delivers those to the consumers and arms
+//! the timer at the engine's next deadline. Received packets are queued to it from the
+//! receive path; doorbells and Modify kick it.
+
+use super::backlog::Backlog;
+use super::object::{srq_of, QpCore, QpShared};
+use super::outbox::{Outbox, Queue};
+use crate::glue::net::{self, IpAddr, RxPacket};
+use crate::glue::rdma::attr::AddressVector;
+use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
+use crate::glue::sync::IrqSpinLock;
+use crate::glue::task::{now_ns, Task, TaskOwner};
+use crate::shared::DeviceShared;
+use crate::transport::packet;
+use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
+use crate::transport::qp::context::PathHandle;
+use crate::transport::qp::io::{Arrival, Dest};
+use kernel::sync::Arc;
+
+/// Packets a task run takes in, and sends, before it yields and queues itself again.
+const BUDGET: usize = 64;
+
+impl TaskOwner for QpShared {
+    type Scratch = Outbox;
+
+    fn run(this: &Arc<Self>, outbox: &mut Outbox) {
+        let (more, deadline) = {
+            let mut guard = this.core.lock();
+            let Some(core) = guard.as_mut() else {
+                return;
+            };
+            outbox.begin(&core.send_cq, &core.recv_cq, srq_of(core));
+            let more = core.step(&this.rx, &this.handle, outbox);
+            (more, core.engine.poll_timeout())
+        };
+        outbox.deliver(&this.handle, &this.destroyed);
+        if let Some(deadline) = deadline {
+            Task::arm(this, deadline.saturating_sub(now_ns()));
+        }
+        if more {
+            Task::kick(this);
+        }
+    }
+}
+
+impl QpCore {
+    /// One run's work under the QP's mutex; returns whether work is left for another.
+    fn step(&mut self, rx: &IrqSpinLock<Backlog>, qp: &QpHandle, outbox: &mut Outbox) -> bool {
+        let dev = self.dev.clone();
+        let now = now_ns();
+        self.sq.snapshot();
+        let pmtu = self.engine.context().path_mtu.bytes();
+        let qp_type = self.engine.context().qp_type;
+        let ud = !qp_type.is_connected();
+        let mut budget = BUDGET;
+        while budget > 0 && outbox.room() >= Outbox::RESERVE {
+            let Some(pkt) = rx.lock().pop() else {
+                break;
+            };
+            budget -= 1;
+            match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
+                Ok(p) => {
+                    let arrival = self.arrival(&pkt);
+                    let grh = ud.then(|| grh_of(&pkt));
+                    self.io(grh, |engine, io, _| {
+                        engine.handle_packet(now, &p, arrival, io)
+                    });
+                    // Completions now, while the datagram's network type is known.
+                    self.collect(qp, outbox, ud, Some(pkt.src_ip().is_v4()));
+                }
+                Err(_) => dev.counters.rx_malformed.inc(),
+            }
+        }
+        // Receives may have been posted since the last run (user QPs post without a system
+        // call): an RC responder that advertised no credits owes the requester an update.
+        self.io(None, |engine, io, _| engine.post_recv(io));
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.io(None, |engine, io, _| engine.handle_timeout(now, io));
+        }
+        let mut sent = 0;
+        while sent < BUDGET && outbox.room() >= Outbox::RESERVE {
+            let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
+                break;
+            };
+            sent += 1;
+            let path = match t.dest {
+                Dest::Ah(num) => dev.ahs.lookup(self.pd, num),
+                Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
+            };
+            if t.retransmission {
+                dev.counters.retransmitted_pkts.inc();
+            }
+            match path {
+                Some(av) => send(&dev, &av, qp.qpn(), &mut self.tx[..t.len]),
+                None => dev.counters.tx_no_path.inc(),
+            }
+        }
+        self.collect(qp, outbox, ud, None);
+        let stats = self.engine.take_stats();
+        if !stats.is_zero() {
+            dev.counters.add_transport(&stats);
+        }
+        budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE || rx.lock().len() > 0
+    }
+
+    /// Which of the QP's paths a packet came over: its source is the path's destination and
+    /// its destination the path's source.
+    fn arrival(&self, pkt: &RxPacket) -> Arrival {
+        let (src, dst) = (pkt.src_ip(), pkt.dst_ip());
+        let mut a = Arrival::NONE;
+        for (h, av) in self.paths.iter().enumerate() {
+            if let Some(av) = av {
+                if IpAddr::from_octets(av.dgid) == src && IpAddr::from_octets(av.sgid) == dst {
+                    a = a.with(PathHandle(h as u8));
+                }
+            }
+        }
+        a
+    }
+
+    /// Moves the engine's completions and events into the outbox (and the SRQ's limit
+    /// event, if taking a WQE owed it), as far as there is room.
+    fn collect(&mut self, qp: &QpHandle, outbox: &mut Outbox, ud: bool, network_v4: Option<bool>) {
+        while outbox.room() > 1 {
+            let Some(c) = self.io(None, |engine, io, _| engine.poll_completion(io)) else {
+                break;
+            };
+            let (queue, wc, solicited) = completion(&c, qp, ud, network_v4);
+            outbox.completion(queue, wc, solicited);
+        }
+        while let Some(e) = self.engine.poll_event() {
+            let ev = match e {
+                AsyncEvent::CommEstablished => QpEvent::CommEstablished,
+                AsyncEvent::SqDrained => QpEvent::SqDrained,
+                AsyncEvent::LastWqeReached => QpEvent::LastWqeReached,
+                AsyncEvent::QpRequestError => QpEvent::RequestError,
+                AsyncEvent::QpAccessError => QpEvent::AccessError,
+                AsyncEvent::QpFatal => QpEvent::Fatal,
+                // The failing WQE's completion reports it.
+                AsyncEvent::RetryExhausted { .. } => continue,
+            };
+            outbox.event(ev);
+        }
+        if self.rq.take_srq_limit_reached() {
+            outbox.srq_limit();
+        }
+    }
+}
+
+/// A completion of a QP (`ud` for a datagram one) as the verbs layer numbers it, the CQ it
+/// goes to and whether it is solicited; `network_v4` tells a datagram's network type.
+fn completion(
+    c: &Completion,
+    qp: &QpHandle,
+    ud: bool,
+    network_v4: Option<bool>,
+) -> (Queue, WcFields, bool) {
+    use crate::glue::bindings as b;
+    let opcode = match c.opcode {
+        WcOpcode::Send => b::ib_wc_opcode_IB_WC_SEND,
+        WcOpcode::RdmaWrite => b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        WcOpcode::RdmaRead => b::ib_wc_opcode_IB_WC_RDMA_READ,
+        WcOpcode::CompSwap => b::ib_wc_opcode_IB_WC_COMP_SWAP,
+        WcOpcode::FetchAdd => b::ib_wc_opcode_IB_WC_FETCH_ADD,
+        WcOpcode::AtomicWrite => b::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
+        WcOpcode::BindMw => b::ib_wc_opcode_IB_WC_BIND_MW,
+        WcOpcode::LocalInvalidate => b::ib_wc_opcode_IB_WC_LOCAL_INV,
+        WcOpcode::FastRegister => b::ib_wc_opcode_IB_WC_REG_MR,
+        WcOpcode::Recv => b::ib_wc_opcode_IB_WC_RECV,
+        WcOpcode::RecvRdmaWithImm => b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+    };
+    let recv = c.queue == WorkQueue::Recv;
+    let wc = WcFields {
+        wr_id: c.wr_id,
+        status: c.status as u32,
+        opcode,
+        byte_len: c.byte_len,
+        imm_data: c.imm_data,
+        invalidated_rkey: c.invalidated_rkey,
+        qp_num: qp.qpn(),
+        src_qp: c.src_qp,
+        // On RoCE a UD receive always has the GRH area (IBA 11.4.1.2).
+        grh: recv && ud,
+        network_v4: if recv { network_v4 } else { None },
+    };
+    let queue = if recv { Queue::Recv } else { Queue::Send };
+    (queue, wc, c.solicited)
+}
+
+/// The GRH area of a UD receive (IBA 11.4.1.2) for a RoCEv2 datagram: the IPv6 header, or
+/// the IPv4 header in its last 20 bytes, as the verbs layer reads it back
+/// (`ib_get_gids_from_rdma_hdr`: an IPv4 header with a valid checksum).
+fn grh_of(pkt: &RxPacket) -> [u8; 40] {
+    let mut g = [0u8; 40];
+    let src = pkt.src_ip();
+    let dst = pkt.dst_ip();
+    let udp_len = pkt.bth_to_icrc().len() + 8;
+    match (src.v4(), dst.v4()) {
+        (Some(s), Some(d)) => {
+            let h = &mut g[20..];
+            h[0] = 0x45;
+            h[2..4].copy_from_slice(&((udp_len + 20) as u16).to_be_bytes());
+            h[6] = 0x40; // DF
+            h[8] = 64;
+            h[9] = 17; // UDP
+            h[12..16].copy_from_slice(&s);
+            h[16..20].copy_from_slice(&d);
+            let mut sum = 0u32;
+            for w in h.chunks(2) {
+                sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            }
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => {
+            g[0] = 0x60;
+            g[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+            g[6] = 17;
+            g[7] = 64;
+            g[8..24].copy_from_slice(&src.octets());
+            g[24..40].copy_from_slice(&dst.octets());
+        }
+    }
+    g
+}
+
+/// Sends one packet along `av`; traffic to this device's own address takes the loopback
+/// path, everything else the netdev's IP stack.
+fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
+    let path = net::TxPath {
+        src: IpAddr::from_octets(av.sgid),
+        dst: IpAddr::from_octets(av.dgid),
+        src_port: udp_source_port(qpn, av),
+        tclass: av.traffic_class,
+        hop_limit: av.hop_limit,
+    };
+    let result = if av.sgid == av.dgid {
+        net::loopback(&dev.netdev, &path, pkt)
+    } else {
+        net::transmit(&dev.netdev, &path, pkt)
+    };
+    match result {
+        Ok(()) => dev.counters.sent_pkts.inc(),
+        Err(_) => dev.counters.tx_errors.inc(),
+    }
+}
+
+/// The UDP source port of a QP's packets: RoCEv2 (IBA A17.3) uses it for ECMP entropy and
+/// recommends a value per flow from the range 0xC000..=0xFFFF.
+fn udp_source_port(qpn: u32, av: &AddressVector) -> u16 {
+    let flow = if av.flow_label != 0 {
+        av.flow_label
+    } else {
+        qpn
+    };
+    let h = flow ^ (flow >> 14);
+    0xC000 | (h & 0x3FFF) as u16
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a device's QPs reach of it: the key tables their memory accesses resolve through,
+//! the address handles of UD sends, the port's netdev packets go out of, and the counters.
+
+use crate::ah::AhTable;
+use crate::counters::Counters;
+use crate::glue::netdev::NetDevice;
+use crate::mr::MrTable;
+use crate::mw::MwTable;
+use kernel::prelude::*;
+use kernel::types::ARef;
+
+/// The part of a device its QPs and their tasks reach (any context).
+#[pin_data]
+pub(crate) struct DeviceShared {
+    /// Memory regions, by key index.
+    #[pin]
+    pub(crate) mrs: MrTable,
+    /// Memory windows, by key index.
+    #[pin]
+    pub(crate) mws: MwTable,
+    /// Address handles, by number.
+    #[pin]
+    pub(crate) ahs: AhTable,
+    /// Packets moved and dropped, transport events.
+    pub(crate) counters: Counters,
+    /// The netdev the port runs over.
+    pub(crate) netdev: ARef<NetDevice>,
+}
+
+impl DeviceShared {
+    /// The state of a new device over `netdev`.
+    pub(crate) fn new(netdev: &NetDevice) -> impl PinInit<Self, Error> + '_ {
+        try_pin_init!(Self {
+            mrs <- MrTable::new(),
+            mws <- MwTable::new(),
+            ahs <- AhTable::new(),
+            counters: Counters::default(),
+            netdev: netdev.into(),
+        })
+    }
+}

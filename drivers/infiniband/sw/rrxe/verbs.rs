@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs: rrxe's implementation of the RDMA core's driver contract, and of the `rrxe`
+//! link type. Each verb hands over to the module of the object it concerns; this is the one
+//! module that knows them all.
+
+use crate::ah::RrxeAh;
+use crate::counters;
+use crate::cq::{self, RrxeCq};
+use crate::device::RrxeDevice;
+use crate::glue::bindings as b;
+use crate::glue::error::eopnotsupp;
+use crate::glue::global::Global;
+use crate::glue::netdev::{NetDevice, NetdevEvent};
+use crate::glue::rdma::attr::{
+    AddressVector, CqInit, DeviceAttr, LinkLayer, MrRereg, PortAttr, PortImmutable, QpAttributes,
+    QpInit, QpModify, SrqAttr, SrqModify,
+};
+use crate::glue::rdma::driver::{DeviceOf, Driver};
+use crate::glue::rdma::link::{Devices, RdmaDriver};
+use crate::glue::rdma::object::{
+    ibdev_print, CqHandle, PdId, PortEvent, QpHandle, SrqHandle, WorkCompletion,
+};
+use crate::glue::rdma::registry::{DeviceRegistry, NewDevice};
+use crate::glue::rdma::udata::UData;
+use crate::glue::rdma::wr::{RecvWr, SendWr};
+use crate::glue::stats::CounterDescs;
+use crate::glue::umem::{KernelMemory, Umem, UmemPinner};
+use crate::mr::{self, RrxeMr};
+use crate::mw::RrxeMw;
+use crate::params;
+use crate::qp::object::{self as qp, RrxeQp, PORT};
+use crate::srq::{self, RrxeSrq};
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::ARef;
+
+/// The rrxe driver.
+pub(crate) struct Rrxe;
+
+/// State of one user context.
+pub(crate) struct RrxeUContext;
+
+/// State of one protection domain: the PD is an identity objects are checked against.
+pub(crate) struct RrxePd;
+
+static DEVICES: Global<DeviceRegistry<Rrxe>> = Global::new();
+
+/// Tells the device's consumers that its port went up or down.
+fn update_port_state(dev: &DeviceOf<Rrxe>) {
+    let data = dev.data();
+    let Some(active) = data.port_transition() else {
+        return;
+    };
+    let name = data.netdev().name();
+    if active {
+        ibdev_print!(dev, Info, "port {} active on {}", PORT, name);
+        dev.dispatch_port_event(u32::from(PORT), PortEvent::Active);
+    } else {
+        ibdev_print!(dev, Info, "port {} down on {}", PORT, name);
+        dev.dispatch_port_event(u32::from(PORT), PortEvent::Error);
+    }
+}
+
+impl RdmaDriver for Rrxe {
+    const LINK_TYPE: &'static CStr = c_str!("rrxe");
+
+    fn devices_slot() -> &'static Global<DeviceRegistry<Self>> {
+        &DEVICES
+    }
+
+    fn newlink(devices: Devices<'_, Self>, name: &CStr, netdev: &NetDevice) -> Result {
+        if !netdev.is_ethernet() {
+            pr_err!(
+                "{}: not an Ethernet device; RoCE runs over Ethernet\n",
+                netdev.name()
+            );
+            return Err(eopnotsupp());
+        }
+        if netdev.is_vlan() {
+            // The RDMA core puts a VLAN's addresses in the GID table of the device on the
+            // real netdev, so one device serves the netdev and all its VLANs.
+            pr_err!(
+                "{}: is a VLAN; add the device on its real netdev\n",
+                netdev.name()
+            );
+            return Err(eopnotsupp());
+        }
+        let data = RrxeDevice::new(netdev)?;
+        let new = NewDevice {
+            name,
+            netdev,
+            node_guid: data.guid(),
+            ports: PORT,
+        };
+        match devices.register(new, data) {
+            Ok(()) => {
+                pr_info!("{}: added over {}\n", name, netdev.name());
+                Ok(())
+            }
+            Err(e) => {
+                if e == EEXIST {
+                    pr_err!("{}: already has an rrxe device\n", netdev.name());
+                } else {
+                    pr_err!("{}: adding over {} failed: {:?}\n", name, netdev.name(), e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn netdev_event(devices: &DeviceRegistry<Self>, event: NetdevEvent, netdev: &NetDevice) {
+        match event {
+            NetdevEvent::Unregister => devices.unregister_netdev(netdev),
+            NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                devices.with_netdev(netdev, update_port_state)
+            }
+            // The port computes its active MTU from the netdev on every query.
+            NetdevEvent::ChangeMtu => {}
+        }
+    }
+}
+
+#[vtable]
+impl Driver for Rrxe {
+    type Data = RrxeDevice;
+    type UContext = RrxeUContext;
+    type Pd = RrxePd;
+    type Cq = RrxeCq;
+    type Mr = RrxeMr;
+    type Mw = RrxeMw;
+    type Qp = RrxeQp;
+    type Ah = RrxeAh;
+    type Srq = RrxeSrq;
+
+    const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
+    const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
+    const NODE_DESC: &'static [u8] = params::NODE_DESC;
+    const COUNTERS: CounterDescs = counters::DESCS;
+
+    fn query_device(dev: &DeviceOf<Self>, attr: &mut DeviceAttr) -> Result {
+        *attr = dev.data().attributes();
+        Ok(())
+    }
+
+    fn query_port(dev: &DeviceOf<Self>, port: u32, attr: &mut PortAttr) -> Result {
+        *attr = dev.data().port_attributes(port)?;
+        dev.eth_speed(port, &mut attr.active_speed, &mut attr.active_width)
+    }
+
+    fn query_pkey(dev: &DeviceOf<Self>, port: u32, index: u16) -> Result<u16> {
+        dev.data().pkey(port, index)
+    }
+
+    fn port_immutable(dev: &DeviceOf<Self>, port: u32, immutable: &mut PortImmutable) -> Result {
+        *immutable = dev.data().port_immutable(port)?;
+        Ok(())
+    }
+
+    fn link_layer(_dev: &DeviceOf<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn netdev(dev: &DeviceOf<Self>, port: u32) -> Option<ARef<NetDevice>> {
+        let netdev = dev.data().netdev();
+        // Once unregistration starts the device is on its way out; consumers (GID
+        // management, rdma_cm) must not pick the netdev up again.
+        (port == u32::from(PORT) && netdev.is_registered()).then(|| netdev.into())
+    }
+
+    fn read_counters(dev: &DeviceOf<Self>, values: &mut [u64]) {
+        dev.data().shared().counters.read(values);
+    }
+
+    fn alloc_ucontext(_dev: &DeviceOf<Self>) -> Result<RrxeUContext> {
+        Ok(RrxeUContext)
+    }
+
+    fn alloc_pd(_dev: &DeviceOf<Self>) -> Result<RrxePd> {
+        Ok(RrxePd)
+    }
+
+    fn create_cq(
+        _dev: &DeviceOf<Self>,
+        cq: CqHandle,
+        attr: &CqInit,
+        udata: Option<&mut UData>,
+    ) -> Result<(RrxeCq, u32)> {
+        cq::create(cq, attr, udata)
+    }
+
+    fn resize_cq(cq: &RrxeCq, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
+        cq::resize(cq, entries, udata)
+    }
+
+    fn poll_cq(cq: &RrxeCq, wc: &mut [WorkCompletion]) -> Result<usize> {
+        cq::poll(cq, wc)
+    }
+
+    fn req_notify_cq(cq: &RrxeCq, solicited_only: bool, report_missed: bool) -> bool {
+        cq::req_notify(cq, solicited_only, report_missed)
+    }
+
+    fn reg_user_mr(
+        dev: &DeviceOf<Self>,
+        pd: PdId,
+        umem: Umem,
+        iova: u64,
+        length: u64,
+        access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        dev.data()
+            .shared()
+            .mrs
+            .reg_user(pd, umem, iova, length, access)
+    }
+
+    fn get_dma_mr(
+        dev: &DeviceOf<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        access: i32,
+    ) -> Result<(RrxeMr, u32)> {
+        dev.data().shared().mrs.dma(pd, memory, access)
+    }
+
+    fn rereg_user_mr(
+        dev: &DeviceOf<Self>,
+        mr: &RrxeMr,
+        req: &MrRereg,
+        pin: &UmemPinner,
+    ) -> Result<(RrxeMr, u32)> {
+        dev.data().shared().mrs.rereg_user(mr, req, pin)
+    }
+
+    fn alloc_mr(
+        dev: &DeviceOf<Self>,
+        pd: PdId,
+        memory: KernelMemory,
+        max_num_sg: u32,
+    ) -> Result<(RrxeMr, u32)> {
+        dev.data().shared().mrs.alloc_fast(pd, memory, max_num_sg)
+    }
+
+    fn map_mr_begin(mr: &RrxeMr, page_size: u32) -> Result {
+        mr::map_begin(mr, page_size)
+    }
+
+    fn map_mr_page(mr: &RrxeMr, addr: u64) -> Result {
+        mr::map_page(mr, addr)
+    }
+
+    fn dereg_mr(dev: &DeviceOf<Self>, mr: &RrxeMr) -> Result {
+        dev.data().shared().mrs.dereg(mr)
+    }
+
+    fn alloc_mw(dev: &DeviceOf<Self>, pd: PdId, type2: bool) -> Result<(RrxeMw, u32)> {
+        dev.data().shared().mws.alloc(pd, type2)
+    }
+
+    fn dealloc_mw(dev: &DeviceOf<Self>, mw: &RrxeMw) {
+        dev.data().shared().mws.dealloc(mw)
+    }
+
+    fn create_qp(
+        dev: &DeviceOf<Self>,
+        handle: QpHandle,
+        init: &mut QpInit<'_, RrxeCq, RrxeSrq>,
+        udata: Option<&mut UData>,
+    ) -> Result<(RrxeQp, u32)> {
+        let data = dev.data();
+        qp::create(&data.core.qps, data.shared(), handle, init, udata)
+    }
+
+    fn modify_qp(_dev: &DeviceOf<Self>, qp: &RrxeQp, modify: &QpModify) -> Result {
+        qp::modify(qp, modify)
+    }
+
+    fn query_qp(qp: &RrxeQp) -> Result<QpAttributes> {
+        qp::query(qp)
+    }
+
+    fn destroy_qp(dev: &DeviceOf<Self>, qp: &RrxeQp) {
+        qp::destroy(&dev.data().core.qps, qp)
+    }
+
+    fn post_send_doorbell(qp: &RrxeQp) -> Result {
+        qp::doorbell(qp)
+    }
+
+    fn post_send(qp: &RrxeQp, wr: &SendWr<'_, RrxeAh>) -> Result {
+        qp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &RrxeQp, wr: &RecvWr<'_>) -> Result {
+        qp::post_recv(qp, wr)
+    }
+
+    fn post_recv_doorbell(qp: &RrxeQp) {
+        qp::recv_doorbell(qp)
+    }
+
+    fn create_ah(
+        dev: &DeviceOf<Self>,
+        pd: PdId,
+        av: &AddressVector,
+        sleepable: bool,
+        udata: Option<&mut UData>,
+    ) -> Result<RrxeAh> {
+        dev.data().shared().ahs.create(pd, av, sleepable, udata)
+    }
+
+    fn destroy_ah(dev: &DeviceOf<Self>, ah: &RrxeAh) {
+        dev.data().shared().ahs.destroy(ah)
+    }
+
+    fn create_srq(
+        dev: &DeviceOf<Self>,
+        srq: SrqHandle,
+        attr: &mut SrqAttr,
+        udata: Option<&mut UData>,
+    ) -> Result<RrxeSrq> {
+        srq::create(&dev.data().srqs, srq, attr, udata)
+    }
+
+    fn modify_srq(srq: &RrxeSrq, modify: &SrqModify, udata: Option<&mut UData>) -> Result {
+        srq::modify(srq, modify, udata)
+    }
+
+    fn query_srq(srq: &RrxeSrq) -> Result<SrqAttr> {
+        srq::query(srq)
+    }
+
+    fn destroy_srq(dev: &DeviceOf<Self>, srq: &RrxeSrq) {
+        srq::destroy(&dev.data().srqs, srq)
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Side B of qp.sh: learns the number and expected PSN of side A's QP over TCP port 4796,
+# then sends it three RC Sends (tests/lib/roce_send.py): one with another P_Key, one from
+# an address that is not its path's, and a good one, whose payload side A checks.
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+send() { python3 "$here/../lib/roce_send.py" send "$RRXE_PEER_IP4" "$@"; }
+
+tap_begin "QP context, peer side"
+# In make check side A gets to qp.py after its earlier scripts: wait for it.
+exec 3<&-
+for _ in $(seq "${QP_PEER_WAIT:-1800}"); do
+	exec 3<>"/dev/tcp/$RRXE_PEER_IP4/4796" 2>/dev/null && break
+	sleep 1
+done
+qp=
+read -r -t 60 qp psn <&3
+check "side A sent its QP number ($qp) and ePSN ($psn)" test -n "$qp"
+check "a Send with P_Key 0x8001" send "$RRXE_LOCAL_IP4" "$qp" "$psn" 0x8001 bad-pkey
+check "a Send from 198.18.0.99, not the QP's path" send 198.18.0.99 "$qp" "$psn" 0xffff bad-path
+sleep 0.5
+check "a good Send" send "$RRXE_LOCAL_IP4" "$qp" "$psn" 0xffff 'rrxe-qp!'
+sleep 0.5
+echo done >&3
+exec 3<&-
+tap_end
