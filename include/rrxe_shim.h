@@ -109,5 +109,6 @@ int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 t
 		struct dst_entry **dstp);
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		struct dst_entry **dstp);
+bool rrxe_param_credits(void);
 
 #endif /* RRXE_SHIM_H */

@@ -13,6 +13,11 @@ scripts/deps.sh
 scripts/kernel.sh build release >/dev/null
 make --no-print-directory -s module VARIANT=release
 out=${RRXE_BENCH_OUT:-$(mktemp -d /tmp/rrxe-bench.XXXXXX)}
-scripts/vm.sh --variant release --two --timeout 1800 --out "$out" \
+# BENCH_* settings (tests/vm/bench.sh) reach the guests.
+envs=()
+for v in $(compgen -v BENCH_); do
+	envs+=(--env "$v=${!v}")
+done
+scripts/vm.sh --variant release --two --timeout 5400 --out "$out" "${envs[@]}" \
 	--module drivers/infiniband/sw/rrxe/rrxe.ko \
 	--cmd tests/vm/bench.sh --cmd-b tests/vm/bench-peer.sh | sed -n 's/^\[a\] //p'

@@ -14,6 +14,7 @@ scripts/check.sh counts: `ok ` passes, `not ok ` fails, `ok ... # SKIP` is neith
     fails_with(fn, *errnos)       fn() must raise a pyverbs error or OSError, with one of
                                   errnos if any are given; else AssertionError
     skip(desc, reason)            "ok N - desc # SKIP reason"
+    diag(text)                    "# text", one line per line: figures, not checks
     sys.exit(tap.done())          "1..N", then "# totals: P passed, F failed, S skipped";
                                   returns the exit status, 1 if anything failed
 
@@ -61,6 +62,11 @@ def skip(desc, reason):
     _n += 1
     _skipped += 1
     _say(f"ok {_n} - {desc} # SKIP {reason}")
+
+
+def diag(text):
+    """Information for the reader (figures, counters), one `# ` line per line."""
+    _say(*("# " + line for line in str(text).splitlines()))
 
 
 def row(desc, fn, *args, **kwargs):

@@ -11,6 +11,8 @@ Usage: verbs_ctl.py PORT IDLE_SECONDS RESULTS_FILE GID=INDEX...
 Protocol (one line per request and per reply):
   start NAME PORT TIMEOUT ARGV...  -> "ready" once PORT is listening, or "fail REASON"
   wait NAME                        -> "rc N" once the server has exited
+  set credits 0|1                  -> "ok" once rrxe's `credits` module parameter is set
+                                      (read when a QP is created: make bench's credit rows)
   done                             -> "bye"; the control server exits
 ARGV words @NAME@ are replaced by the GID=INDEX substitutions given on the command line
 (side B's own GID indices). Only the verbs test programs may be started.
@@ -28,6 +30,7 @@ ALLOWED = {
     "rping",
 }
 LOGDIR = "/tmp/verbs-srv"
+CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
 
 
 def listening(port):
@@ -119,6 +122,13 @@ def main():
                         wf.write("fail not listening (exit %s)\n" % p.poll())
                 elif words[0] == "wait" and len(words) == 2 and words[1] in procs:
                     wf.write("rc %d\n" % report(words[1]))
+                elif words[0:2] == ["set", "credits"] and words[2:] in (["0"], ["1"]):
+                    try:
+                        with open(CREDITS_PARAM, "w") as fh:
+                            fh.write(words[2])
+                        wf.write("ok\n")
+                    except OSError as e:
+                        wf.write("fail %s\n" % e)
                 elif words[0] == "done":
                     wf.write("bye\n")
                     finished = True

@@ -48,6 +48,9 @@ static NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTER
         c_str!("duplicate_responses"),
         c_str!("rcvd_wrong_path"),
         c_str!("rcvd_pkey_violations"),
+        c_str!("credit_holds"),
+        c_str!("limited_probes"),
+        c_str!("unsolicited_acks"),
         // Memory management extensions, after the transport events.
         c_str!("fast_reg_mrs"),
         c_str!("local_invalidates"),

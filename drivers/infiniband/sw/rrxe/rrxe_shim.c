@@ -4,6 +4,7 @@
  */
 #include <linux/cpumask.h>
 #include <linux/if_vlan.h>
+#include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
@@ -15,6 +16,20 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rrxe_shim.h"
+
+/*
+ * Module parameters: the 6.12 Rust module! macro declares none, so they live here and the
+ * glue reads them (glue/param.rs).
+ */
+static bool credits = true;
+module_param(credits, bool, 0644);
+MODULE_PARM_DESC(credits,
+		 "RC receive queues report end-to-end credits (IBA 9.7.7.2); 0: every AETH says \"no credit information\" and no unsolicited ACK goes, as with rdma_rxe. Read when a QP is created (default: 1)");
+
+bool rrxe_param_credits(void)
+{
+	return READ_ONCE(credits);
+}
 
 void rrxe_dev_hold(struct net_device *ndev)
 {

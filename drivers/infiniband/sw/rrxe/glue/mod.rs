@@ -8,6 +8,7 @@
 pub(crate) mod bindings;
 pub(crate) mod error;
 pub(crate) mod global;
+pub(crate) mod module_param;
 pub(crate) mod net;
 pub(crate) mod netdev;
 pub(crate) mod queue;

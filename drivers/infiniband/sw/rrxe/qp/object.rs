@@ -17,6 +17,7 @@ use super::outbox::Outbox;
 use crate::ah::RrxeAh;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
+use crate::glue::module_param;
 use crate::glue::net::RxPacket;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
 use crate::glue::rdma::object::{PdId, QpHandle};
@@ -166,6 +167,7 @@ fn new_engine(qp_type: QpType, qpn: u32) -> Result<KBox<Engine>> {
         QpType::Gsi => KBox::write(slot, GSI),
     };
     engine.set_qpn(qpn);
+    engine.set_credit_reporting(module_param::credits());
     Ok(engine)
 }
 

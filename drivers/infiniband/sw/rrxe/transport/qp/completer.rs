@@ -25,14 +25,29 @@ use super::wqe::{LocalOp, SendFlags, SendOpcode};
 impl Requester {
     /// Records the MSN and credits an AETH carries. Only ACKs carry a
     /// credit count; a stale MSN (from a reordered response) is ignored so
-    /// the LSN never moves backwards on old information.
-    pub(super) fn update_credits(&mut self, syndrome: Syndrome, msn: super::super::psn::Msn) {
+    /// the LSN never moves backwards on old information. An ACK that
+    /// acknowledges nothing new (the initial one before RTS, or one behind
+    /// una) is unsolicited, or a duplicate (IBA 9.7.7.2.4 makes them look
+    /// alike): with a credit count it shows the responder announces credits
+    /// as receives are posted, whatever holds ran out before.
+    pub(super) fn update_credits(
+        &mut self,
+        syndrome: Syndrome,
+        msn: super::super::psn::Msn,
+        unsolicited: bool,
+    ) {
         if msn.is_before(self.msn) {
             return;
         }
         self.msn = msn;
         if let Syndrome::Ack(code) = syndrome {
             self.credits = code.credits();
+            if self.credits.is_some() {
+                self.peer_reports_credits = true;
+                if unsolicited {
+                    self.holds_expired = 0;
+                }
+            }
         }
     }
 
@@ -134,11 +149,14 @@ impl Requester {
     ) -> Result<(), Fault> {
         let psn = pkt.bth.psn;
         let aeth = pkt.ext.aeth;
+        let running = matches!(attrs.state, QpState::Rts | QpState::Sqd);
         if let Some(aeth) = aeth {
-            self.update_credits(aeth.syndrome, aeth.msn);
+            let unsolicited = pkt.info.operation == Operation::Acknowledge
+                && (!running || psn.is_before(self.una));
+            self.update_credits(aeth.syndrome, aeth.msn, unsolicited);
         }
         // Before RTS only the credits of the responder's initial ACK matter.
-        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || attrs.service() != Service::Rc {
+        if !running || attrs.service() != Service::Rc {
             return Ok(());
         }
         // Responses for PSNs never sent are bogus, responses behind una are

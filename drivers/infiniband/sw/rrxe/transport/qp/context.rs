@@ -181,6 +181,9 @@ pub struct QpContext {
     pub access: AccessFlags,
     /// Whether reaching SQD with an empty send queue raises an event.
     pub sqd_notify: bool,
+    /// Whether the responder reports end-to-end credits (IBA 9.7.7.2: an
+    /// HCA's RC receive queue must). Set at creation, not by Modify QP.
+    pub advertise_credits: bool,
 }
 
 impl QpContext {
@@ -211,6 +214,7 @@ impl QpContext {
             qkey: 0,
             access: AccessFlags(0),
             sqd_notify: false,
+            advertise_credits: true,
         }
     }
 

@@ -89,6 +89,28 @@ impl Qp {
         }
     }
 
+    /// Switches this QP's credit reporting (IBA 9.7.7.2) on or off before
+    /// first use, as [`Qp::set_qpn`]: off, its responder sends "no credit
+    /// information" in every AETH and no unsolicited ACK, as a responder
+    /// that does not implement credits would. Ignored once the QP has left
+    /// RESET.
+    pub fn set_credit_reporting(&mut self, on: bool) {
+        if self.ctx.state == QpState::Reset {
+            self.ctx.advertise_credits = on;
+        }
+    }
+
+    /// Starts the message sequence numbers at `msn` instead of 0 (the SSN
+    /// of the first WQE is then `msn + 1`), so simulations can cross the
+    /// 24-bit wrap without sixteen million messages. Both QPs of a pair
+    /// must start alike, before any traffic.
+    #[cfg(test)]
+    pub(crate) fn start_messages_at(&mut self, msn: super::psn::Msn) {
+        self.resp.msn = msn;
+        self.req.msn = msn;
+        self.req.next_ssn = msn.next();
+    }
+
     /// The QP context.
     #[must_use]
     pub const fn context(&self) -> &QpContext {
@@ -156,7 +178,7 @@ impl Qp {
                 self.out.events.clear();
             }
             (QpState::Reset, QpState::Init) => self.req.reset(io.sq.consumer()),
-            (QpState::Init, QpState::Rtr) => self.resp.start(&self.ctx),
+            (QpState::Init, QpState::Rtr) => self.resp.start(&self.ctx, io),
             (QpState::Rtr, QpState::Rts) => self.req.start(&self.ctx),
             (QpState::Rts, QpState::Sqd) => self.req.drained_reported = false,
             (_, QpState::Err) => {
@@ -177,8 +199,8 @@ impl Qp {
     }
 
     /// Doorbell: WQEs were posted to the receive queue. An RC responder
-    /// that last advertised no credits queues an unsolicited ACK with the
-    /// new count.
+    /// whose requester has used up the credits last advertised queues an
+    /// unsolicited ACK with the new count.
     pub fn post_recv(&mut self, io: &mut Io<'_>) {
         self.resp.post_recv(&self.ctx, io);
     }
@@ -214,7 +236,9 @@ impl Qp {
         let result = if pkt.info.is_response() {
             self.req.handle_response(now, pkt, &self.ctx, io)
         } else if pkt.info.is_request() {
-            self.resp.handle_request(pkt, &self.ctx, io, &mut self.out)
+            let r = self.resp.handle_request(pkt, &self.ctx, io, &mut self.out);
+            self.resp.arm_credit_watch(now);
+            r
         } else {
             Ok(())
         };
@@ -254,18 +278,24 @@ impl Qp {
     }
 
     /// The earliest deadline (ns) at which [`Qp::handle_timeout`] must be
-    /// called: the local ACK timer or the RNR timer.
+    /// called: the local ACK timer, the RNR timer, the end of a hold for
+    /// credits, or the next recheck of the receive queue for new credits.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<u64> {
-        if matches!(self.ctx.state, QpState::Rts | QpState::Sqd) {
-            self.req.poll_timeout()
-        } else {
-            None
-        }
+        let req = matches!(self.ctx.state, QpState::Rts | QpState::Sqd)
+            .then(|| self.req.poll_timeout())
+            .flatten();
+        let resp = matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            .then(|| self.resp.poll_timeout())
+            .flatten();
+        req.into_iter().chain(resp).min()
     }
 
     /// Runs the timers that expired at `now`.
     pub fn handle_timeout(&mut self, now: u64, io: &mut Io<'_>) {
+        if matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            self.resp.check_credit_watch(now, &self.ctx, io);
+        }
         if !matches!(self.ctx.state, QpState::Rts | QpState::Sqd) {
             return;
         }
@@ -362,6 +392,7 @@ impl Qp {
         self.ctx.state = QpState::Err;
         self.req.ack_deadline = None;
         self.req.rnr_deadline = None;
+        self.req.credit_hold = None;
         // IBA 10.3.1 / 11.6.3.1: a QP on an SRQ reports when it will take no
         // more WQEs from it.
         if io.rq.is_shared() {

@@ -53,6 +53,14 @@ pub const MAX_UNACKED_PSNS: u32 = 128;
 /// (IBA 9.7.2 leaves the AckReq policy to the requester).
 pub const MAX_PKTS_PER_ACK: u32 = 16;
 
+/// Holds in a row that may run out without a credit update before the
+/// requester stops expecting updates from the responder and probes at once:
+/// one expired hold is more likely a slow receiver (a software one, on a
+/// starved CPU) than a responder that does not announce credits, and
+/// probing a slow receiver's empty queue draws the RNR NAKs credits exist
+/// to avoid.
+pub const HOLDS_BEFORE_PROBING: u8 = 3;
+
 /// Transport state of one started send WQE.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct SendSlot {
@@ -132,6 +140,18 @@ pub(super) struct Requester {
     /// A credit-limited message is waiting for the ACK of this PSN before
     /// anything new is sent.
     pub(super) credit_wait: Option<Psn>,
+    /// The responder has reported a credit count: a limited message waits
+    /// for new credits (until `credit_hold`) rather than probe into an
+    /// empty receive queue and draw an RNR NAK, unless holds keep running
+    /// out (`holds_expired`).
+    pub(super) peer_reports_credits: bool,
+    /// Until when the next message, credit-limited, is held back.
+    pub(super) credit_hold: Option<u64>,
+    /// The hold ran out without new credits: the limited message probes.
+    pub(super) probe_due: bool,
+    /// Holds in a row that ran out, none ended by credits since (see
+    /// [`HOLDS_BEFORE_PROBING`]).
+    pub(super) holds_expired: u8,
     /// una at the last NAK-, implied-NAK- or timeout-triggered go-back;
     /// repeated evidence for the same loss is ignored until progress.
     pub(super) retry_guard: Option<Psn>,
@@ -191,6 +211,10 @@ impl Requester {
             // No credits until the responder reports some (IBA 9.7.7.2.4).
             credits: Some(0),
             credit_wait: None,
+            peer_reports_credits: false,
+            credit_hold: None,
+            probe_due: false,
+            holds_expired: 0,
             retry_guard: None,
             noack_pkts: 0,
             drained_reported: false,
@@ -226,6 +250,10 @@ impl Requester {
             msn,
             credits,
             credit_wait,
+            peer_reports_credits,
+            credit_hold,
+            probe_due,
+            holds_expired,
             retry_guard,
             noack_pkts,
             drained_reported,
@@ -247,6 +275,10 @@ impl Requester {
         *msn = FRESH.msn;
         *credits = FRESH.credits;
         *credit_wait = FRESH.credit_wait;
+        *peer_reports_credits = FRESH.peer_reports_credits;
+        *credit_hold = FRESH.credit_hold;
+        *probe_due = FRESH.probe_due;
+        *holds_expired = FRESH.holds_expired;
         *retry_guard = FRESH.retry_guard;
         *noack_pkts = FRESH.noack_pkts;
         *drained_reported = FRESH.drained_reported;
@@ -290,6 +322,17 @@ impl Requester {
             .count()
     }
 
+    /// Receive-consuming messages started beyond the responder's MSN, up
+    /// to `upto` slots from the oldest.
+    fn consuming_in_flight(&self, upto: usize) -> usize {
+        (0..upto)
+            .filter(|&i| {
+                let slot = self.slot(i);
+                slot.wqe.opcode.consumes_recv_wqe() && slot.ssn.is_after(self.msn)
+            })
+            .count()
+    }
+
     /// Whether one more credit-consuming message fits in the LSN: messages
     /// that need no receive WQE do not count against it (IBA 9.7.7.2.4,
     /// "LSN + 1 for each WQE that does not consume a receive WQE").
@@ -297,13 +340,41 @@ impl Requester {
         let Some(credits) = self.credits else {
             return true;
         };
-        let in_flight = (0..self.len)
-            .filter(|&i| {
-                let slot = self.slot(i);
-                slot.wqe.opcode.consumes_recv_wqe() && slot.ssn.is_after(self.msn)
-            })
-            .count();
-        (in_flight as u64) < u64::from(credits)
+        (self.consuming_in_flight(self.len) as u64) < u64::from(credits)
+    }
+
+    /// Whether the message in slot `pos` is within the LSN by now: a limited
+    /// WQE stops being limited once the LSN reaches its SSN (IBA 9.7.7.2.4).
+    fn within_lsn(&self, pos: usize) -> bool {
+        let Some(credits) = self.credits else {
+            return true;
+        };
+        (self.consuming_in_flight(pos + 1) as u64) <= u64::from(credits)
+    }
+
+    /// Whether a credit-limited message should wait rather than probe: only
+    /// against a responder that reports credits and, by all evidence,
+    /// announces new ones unsolicited (IBA 9.7.7.2.4 allows it any time; rrxe
+    /// does, as receives are posted), and only for one Local ACK Timeout
+    /// (after which an update was lost, the receiver is slow, or the
+    /// responder does not send them: see [`HOLDS_BEFORE_PROBING`]).
+    fn hold_for_credit(&mut self, now: u64, attrs: &QpContext) -> bool {
+        if self.probe_due
+            || !self.peer_reports_credits
+            || self.holds_expired >= HOLDS_BEFORE_PROBING
+        {
+            return false;
+        }
+        if self.credit_hold.is_some() {
+            return true;
+        }
+        // With an infinite timeout nothing would end the wait.
+        let Some(wait) = attrs.ack_timeout().timeout_ns() else {
+            return false;
+        };
+        self.credit_hold = Some(now.saturating_add(wait));
+        self.stats.count(TransportEvent::CreditHeld);
+        true
     }
 
     /// Whether the send queue has nothing in flight (for SQD).
@@ -344,14 +415,21 @@ impl Requester {
     }
 
     pub(super) fn poll_timeout(&self) -> Option<u64> {
-        match (self.ack_deadline, self.rnr_deadline) {
-            (Some(a), Some(r)) => Some(a.min(r)),
-            (a, r) => a.or(r),
-        }
+        [self.ack_deadline, self.rnr_deadline, self.credit_hold]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Transport timer and RNR timer expiry (IBA 9.7.6.1.3, 9.7.5.2.8).
     pub(super) fn handle_timeout(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
+        if matches!(self.credit_hold, Some(d) if d <= now) {
+            // No credit update came: probe; after a few in a row, stop
+            // expecting updates until the responder sends one unsolicited.
+            self.credit_hold = None;
+            self.probe_due = true;
+            self.holds_expired = self.holds_expired.saturating_add(1);
+        }
         if matches!(self.rnr_deadline, Some(d) if d <= now) {
             self.rnr_deadline = None;
             self.send_psn = self.una;
@@ -377,7 +455,7 @@ impl Requester {
     }
 
     /// Takes the next WQE off the send queue, if transport rules allow.
-    fn start_next(&mut self, attrs: &QpContext, io: &mut Io<'_>) -> Result<Start, Fault> {
+    fn start_next(&mut self, now: u64, attrs: &QpContext, io: &mut Io<'_>) -> Result<Start, Fault> {
         if self.sq_next == io.sq.producer() || self.len == MAX_INFLIGHT_WQES {
             return Ok(Start::Nothing);
         }
@@ -418,7 +496,22 @@ impl Requester {
             _ if wqe.length > MAX_MESSAGE => Some(WcStatus::LocLenErr),
             _ => None,
         };
-        let limited = rc && wqe.opcode.consumes_recv_wqe() && !self.has_credit_for_one_more();
+        let limited = rc
+            && invalid.is_none()
+            && wqe.opcode.consumes_recv_wqe()
+            && !self.has_credit_for_one_more();
+        if limited && self.hold_for_credit(now, attrs) {
+            return Ok(Start::Nothing);
+        }
+        if !limited && self.credit_hold.is_some() {
+            // Credits ended the hold: updates do come.
+            self.holds_expired = 0;
+        }
+        self.credit_hold = None;
+        if limited {
+            self.probe_due = false;
+            self.stats.count(TransportEvent::LimitedProbe);
+        }
         let npkts = if invalid.is_some() {
             0
         } else {
@@ -479,7 +572,7 @@ impl Requester {
                 if attrs.state != QpState::Rts || self.blocked_for_new(attrs) {
                     return Ok(None);
                 }
-                match self.start_next(attrs, io)? {
+                match self.start_next(now, attrs, io)? {
                     Start::Nothing => return Ok(None),
                     Start::Local => continue,
                     Start::Wire => {}
@@ -502,7 +595,10 @@ impl Requester {
     /// credits, or for the outstanding window to shrink.
     fn blocked_for_new(&mut self, attrs: &QpContext) -> bool {
         if let Some(wait) = self.credit_wait {
-            if self.una.is_after(wait) {
+            // Released by the ACK of the limited packet, or by credits
+            // (an unsolicited ACK) that now cover its message.
+            if self.una.is_after(wait) || self.slot_of(wait).is_some_and(|pos| self.within_lsn(pos))
+            {
                 self.credit_wait = None;
             } else {
                 return true;
@@ -630,8 +726,13 @@ impl Requester {
         let mut ack_req = rc
             && (last || wqe.opcode.is_read_or_atomic() || self.noack_pkts + 1 >= MAX_PKTS_PER_ACK);
         // IBA 9.7.7.2.4: without credits a Send may only send its first
-        // packet, with AckReq, and must wait for the ACK.
-        if slot.limited && first && !retransmission {
+        // packet, with AckReq, and must wait for the ACK; a retransmitted
+        // one (after an RNR NAK, a loss or a timeout) asks again, or the
+        // responder would take it silently and the rest of the message wait
+        // for a timeout. A limited RDMA Write with Immediate needs its
+        // receive WQE only at the last packet: it goes whole, and the last
+        // packet asks anyway.
+        if slot.limited && first && wqe.opcode.consumes_recv_wqe_at_first() {
             ack_req |= rc;
         }
         let solicited =
@@ -670,11 +771,16 @@ impl Requester {
         self.send_psn = next_psn;
         if !retransmission {
             self.sent_high = next_psn;
-            if slot.limited && !retransmission {
-                let consumes_at_first = !matches!(wqe.opcode, SendOpcode::RdmaWriteWithImm(_));
-                if (consumes_at_first && first) || last {
-                    self.credit_wait = Some(psn);
-                }
+            // The packet that takes the receive WQE is the one to wait on:
+            // its ACK proves the WQE was there (a Send's remaining packets
+            // then need none).
+            let takes_wqe = if wqe.opcode.consumes_recv_wqe_at_first() {
+                first
+            } else {
+                last
+            };
+            if slot.limited && takes_wqe {
+                self.credit_wait = Some(psn);
             }
         }
         if rc {

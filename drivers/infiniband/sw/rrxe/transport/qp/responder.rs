@@ -35,6 +35,25 @@ use super::wqe::RecvWqe;
 /// 11.4.1.2); the glue writes the header there, the payload follows.
 pub const UD_GRH_LEN: u32 = 40;
 
+/// First recheck of the receive queue after the requester used up its
+/// credits (see [`Responder::check_credit_watch`]); each next one waits
+/// twice as long, up to [`CREDIT_WATCH_MAX_NS`], for [`CREDIT_WATCH_SPAN_NS`]
+/// in all.
+pub const CREDIT_WATCH_FIRST_NS: u64 = 1_000_000;
+/// Longest wait between rechecks: well under the shortest Local ACK Timeout
+/// a requester holding for credits is likely to use (perftest's, 67 ms).
+pub const CREDIT_WATCH_MAX_NS: u64 = 16_000_000;
+/// How long after its credits ran out a requester may still be waiting.
+pub const CREDIT_WATCH_SPAN_NS: u64 = 1_000_000_000;
+
+/// Rechecks of the receive queue while the requester has no credits.
+#[derive(Clone, Copy, Debug)]
+struct CreditWatch {
+    next: u64,
+    interval: u64,
+    until: u64,
+}
+
 /// What a responder resource remembers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum ResourceKind {
@@ -112,7 +131,37 @@ pub(super) struct Responder {
     write_total: u32,
     uc_drop: bool,
     comm_established: bool,
-    advertised_zero: bool,
+    /// The pending ACK answers no request: it is the initial credit ACK or
+    /// a credit update (IBA 9.7.7.2.4), counted as unsolicited.
+    ack_unsolicited: bool,
+    /// PSN of the latest positive response sent (ACK, Read response, atomic
+    /// ACK): an unsolicited ACK repeats it (IBA 9.7.7.2.4), so the requester
+    /// sees a duplicate that only brings credits.
+    last_ack_psn: Psn,
+    /// How many more receive-consuming messages (Sends, RDMA Writes with
+    /// Immediate) the requester may send on the credits we last advertised,
+    /// counted down as their receive WQEs are taken: the requester's LSN as
+    /// seen from here. `None` once we advertised no credit information. It
+    /// errs low (an RDMA Write in progress is charged as if it carried
+    /// Immediate), because at zero a newly posted receive is announced with
+    /// an unsolicited ACK (see `post_recv`), and a requester that holds
+    /// limited messages back waiting for that ACK must never be left
+    /// without it.
+    credit_allowance: Option<u32>,
+    /// The LSN (MSN + credits) the requester was last told, `None` with no
+    /// credit information: an unsolicited ACK that would not raise it tells
+    /// nothing.
+    advertised_lsn: Option<Msn>,
+    /// The message in progress was charged to `credit_allowance` when the
+    /// allowance was set, so its receive WQE is not charged again.
+    in_msg_charged: bool,
+    /// A receive WQE took the requester's last credit: the watch starts at
+    /// the next call that knows the time.
+    watch_wanted: bool,
+    /// Rechecks of the receive queue for new credits: a user QP posts
+    /// receives through its shared ring, without a system call, so nothing
+    /// else would notice them while the requester holds its Sends back.
+    watch: Option<CreditWatch>,
     /// Events counted since the glue last drained them; a reset keeps them.
     pub(super) stats: QpStats,
 }
@@ -144,7 +193,14 @@ impl Responder {
             write_total: 0,
             uc_drop: false,
             comm_established: false,
-            advertised_zero: true,
+            ack_unsolicited: false,
+            last_ack_psn: Psn::ZERO,
+            // The requester starts without credits (IBA 9.7.7.2.4).
+            credit_allowance: Some(0),
+            advertised_lsn: Some(Msn::ZERO),
+            in_msg_charged: false,
+            watch_wanted: false,
+            watch: None,
             stats: QpStats::ZERO,
         }
     }
@@ -174,7 +230,13 @@ impl Responder {
             write_total,
             uc_drop,
             comm_established,
-            advertised_zero,
+            ack_unsolicited,
+            last_ack_psn,
+            credit_allowance,
+            advertised_lsn,
+            in_msg_charged,
+            watch_wanted,
+            watch,
             stats: _,
         } = self;
         *epsn = FRESH.epsn;
@@ -192,40 +254,156 @@ impl Responder {
         *write_total = FRESH.write_total;
         *uc_drop = FRESH.uc_drop;
         *comm_established = FRESH.comm_established;
-        *advertised_zero = FRESH.advertised_zero;
+        *ack_unsolicited = FRESH.ack_unsolicited;
+        *last_ack_psn = FRESH.last_ack_psn;
+        *credit_allowance = FRESH.credit_allowance;
+        *advertised_lsn = FRESH.advertised_lsn;
+        *in_msg_charged = FRESH.in_msg_charged;
+        *watch_wanted = FRESH.watch_wanted;
+        *watch = FRESH.watch;
     }
 
-    /// Loads the ePSN (INIT to RTR). For RC an unsolicited ACK carrying the
-    /// initial credits is queued (IBA 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the
-    /// requester need not start with a credit-limited first packet.
-    pub(super) fn start(&mut self, attrs: &QpContext) {
+    /// Loads the ePSN (INIT to RTR). A responder that reports credits
+    /// queues the unsolicited ACK carrying its initial credits (IBA
+    /// 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the requester need not start with
+    /// a credit-limited first packet.
+    pub(super) fn start(&mut self, attrs: &QpContext, io: &Io<'_>) {
         self.epsn = attrs.rq_psn;
-        self.ack_pending = attrs.service() == Service::Rc;
+        self.last_ack_psn = self.epsn.prev();
+        if Self::reports_credits(attrs, io) {
+            self.queue_unsolicited_ack();
+        }
     }
 
-    /// A receive WQE was posted: if the last credit count advertised was
-    /// zero, an unsolicited ACK tells the requester about the new credit
-    /// (IBA 9.7.7.2.4 allows one at any time).
-    pub(super) fn post_recv(&mut self, attrs: &QpContext, io: &Io<'_>) {
-        // Only a change from zero to some credit is worth an unsolicited ACK;
-        // with nothing posted the last advertisement still holds (and ACKing
-        // on every call would answer ACKs with ACKs).
-        if attrs.service() == Service::Rc
-            && self.advertised_zero
-            && !io.rq.is_shared()
-            && io.rq.posted() > 0
-            && matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-        {
+    /// Whether the AETHs of this QP carry credit counts: RC only (IBA
+    /// 9.7.7.2), not on an SRQ, whose WQEs are no one QP's to promise (IBA
+    /// 10.2.9.5 lets such QPs report "no credit information"), and not when
+    /// the QP was created with credit reporting off.
+    fn reports_credits(attrs: &QpContext, io: &Io<'_>) -> bool {
+        attrs.service() == Service::Rc && attrs.advertise_credits && !io.rq.is_shared()
+    }
+
+    fn queue_unsolicited_ack(&mut self) {
+        if !self.ack_pending {
             self.ack_pending = true;
+            self.ack_unsolicited = true;
         }
     }
 
-    fn credit_code(io: &Io<'_>) -> CreditCode {
-        if io.rq.is_shared() {
-            CreditCode::NO_CREDIT_INFO
-        } else {
-            CreditCode::from_posted_wqes(io.rq.posted())
+    /// An ACK is owed to a request: whatever else it tells, it is solicited.
+    fn queue_ack(&mut self) {
+        self.ack_pending = true;
+        self.ack_unsolicited = false;
+    }
+
+    /// A receive WQE was posted. An unsolicited ACK (IBA 9.7.7.2.4 allows
+    /// one at any time) tells the requester about it when the requester
+    /// knows of at most half the WQEs now posted: at once if it has used up
+    /// the credits we last advertised (a limited Send would otherwise wait
+    /// for it, or probe and draw an RNR NAK), and before a requester kept to
+    /// one message in flight by a stale count has to wait a round trip per
+    /// message. Otherwise the ACK of its next message carries the count: a
+    /// receiver that reposts as it consumes does not double its packets.
+    pub(super) fn post_recv(&mut self, attrs: &QpContext, io: &Io<'_>) {
+        if !Self::reports_credits(attrs, io)
+            || !matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+        {
+            return;
         }
+        let (Some(known), Some(told)) = (self.credit_allowance, self.advertised_lsn) else {
+            return;
+        };
+        // The glue calls this on every run of the QP, not only after posts:
+        // only a higher LSN is news.
+        let Some(lsn) = self.credit_code(attrs, io).lsn(self.msn) else {
+            return;
+        };
+        if lsn.is_after(told) && known.saturating_mul(2) <= io.rq.posted() {
+            self.queue_unsolicited_ack();
+        }
+    }
+
+    /// The credit count for an AETH sent now: the receive WQEs posted, and
+    /// **(choice)** the one a Send in progress has taken. The requester
+    /// counts that Send against the LSN until it completes (its SSN is
+    /// beyond the MSN), so the WQEs still posted alone would count it twice:
+    /// a receiver keeping two receives posted would hold its requester to
+    /// one message in flight. MSN + this count is exactly the last SSN the
+    /// receive queue can take.
+    fn credit_code(&self, attrs: &QpContext, io: &Io<'_>) -> CreditCode {
+        if Self::reports_credits(attrs, io) {
+            let taken = self.in_msg == InMessage::Send && self.recv.is_some();
+            CreditCode::from_posted_wqes(io.rq.posted().saturating_add(u32::from(taken)))
+        } else {
+            CreditCode::NO_CREDIT_INFO
+        }
+    }
+
+    /// An AETH with `code` went out: the requester's allowance starts
+    /// afresh from it. It counts a message in progress as one of its own
+    /// (its SSN is beyond the MSN the AETH carries).
+    fn advertised(&mut self, code: CreditCode) {
+        self.in_msg_charged = self.in_msg != InMessage::None;
+        self.advertised_lsn = code.lsn(self.msn);
+        self.credit_allowance = code
+            .credits()
+            .map(|c| c.saturating_sub(u32::from(self.in_msg_charged)));
+        if self.credit_allowance != Some(0) {
+            self.watch = None;
+        }
+    }
+
+    /// A receive WQE was taken for a new message.
+    fn charge_credit(&mut self) {
+        if !self.in_msg_charged {
+            self.credit_allowance = self.credit_allowance.map(|a| a.saturating_sub(1));
+        }
+        if self.credit_allowance == Some(0) {
+            self.watch_wanted = true;
+        }
+    }
+
+    /// Starts watching the receive queue if a receive WQE took the
+    /// requester's last credit since the last call.
+    pub(super) fn arm_credit_watch(&mut self, now: u64) {
+        if core::mem::take(&mut self.watch_wanted) {
+            self.watch = Some(CreditWatch {
+                next: now.saturating_add(CREDIT_WATCH_FIRST_NS),
+                interval: CREDIT_WATCH_FIRST_NS,
+                until: now.saturating_add(CREDIT_WATCH_SPAN_NS),
+            });
+        }
+    }
+
+    /// When the receive queue is to be rechecked next.
+    pub(super) fn poll_timeout(&self) -> Option<u64> {
+        self.watch.map(|w| w.next)
+    }
+
+    /// Rechecks the receive queue if due: new receives earn the requester
+    /// an unsolicited ACK (`post_recv`) and end the watch; otherwise the
+    /// next check waits twice as long, until the watch's span is over.
+    pub(super) fn check_credit_watch(&mut self, now: u64, attrs: &QpContext, io: &Io<'_>) {
+        let Some(w) = self.watch else {
+            return;
+        };
+        if w.next > now {
+            return;
+        }
+        self.post_recv(attrs, io);
+        let interval = w.interval.saturating_mul(2).min(CREDIT_WATCH_MAX_NS);
+        let next = now.saturating_add(interval);
+        self.watch = (!self.ack_pending && next <= w.until).then_some(CreditWatch {
+            next,
+            interval,
+            ..w
+        });
+    }
+
+    /// No message is in progress any more.
+    fn end_message(&mut self) {
+        self.in_msg = InMessage::None;
+        self.in_msg_charged = false;
     }
 
     /// Responder resources in use: a QP with none refuses every request
@@ -323,7 +501,7 @@ impl Responder {
                     Operation::RdmaReadRequest | Operation::CompareSwap | Operation::FetchAdd
                 );
                 if pkt.bth.ack_req && !answered {
-                    self.ack_pending = true;
+                    self.queue_ack();
                 }
                 Ok(())
             }
@@ -395,7 +573,7 @@ impl Responder {
                     r.replay = true;
                 }
             }
-            _ => self.ack_pending = true,
+            _ => self.queue_ack(),
         }
     }
 
@@ -465,6 +643,7 @@ impl Responder {
                 Some(wqe) => {
                     self.recv = Some(wqe);
                     self.recv_offset = 0;
+                    self.charge_credit();
                 }
                 None => return Step::Rnr,
             }
@@ -630,7 +809,7 @@ impl Responder {
             };
             return Step::Done;
         }
-        self.in_msg = InMessage::None;
+        self.end_message();
         self.msn = self.msn.next();
         if completes_recv {
             let Some(wqe) = self.recv.take() else {
@@ -694,7 +873,7 @@ impl Responder {
     }
 
     fn abandon_message(&mut self) {
-        self.in_msg = InMessage::None;
+        self.end_message();
         self.recv_offset = 0;
     }
 
@@ -757,7 +936,7 @@ impl Responder {
         ) {
             return Ok(None);
         }
-        let credit = Self::credit_code(io);
+        let credit = self.credit_code(attrs, io);
         let bth = Bth {
             pkey: attrs.pkey(),
             dest_qp: attrs.dest_qpn,
@@ -780,13 +959,22 @@ impl Responder {
             });
             nak
         } else if self.ack_pending && !in_error {
-            (self.epsn.prev(), Syndrome::Ack(credit))
+            let psn = if self.ack_unsolicited {
+                self.last_ack_psn
+            } else {
+                self.epsn.prev()
+            };
+            (psn, Syndrome::Ack(credit))
         } else {
             return Ok(None);
         };
         self.ack_pending = false;
         if let Syndrome::Ack(code) = syndrome {
-            self.advertised_zero = code.credits() == Some(0);
+            if core::mem::take(&mut self.ack_unsolicited) {
+                self.stats.count(TransportEvent::UnsolicitedAck);
+            }
+            self.last_ack_psn = psn;
+            self.advertised(code);
         }
         let ext = ExtHeaders {
             aeth: Some(Aeth {
@@ -831,6 +1019,9 @@ impl Responder {
             msn: self.msn,
         });
         let psn = r.next_psn;
+        // Atomic ACKs and the First, Last and Only Read responses carry an
+        // AETH (IBA 9.3.5), and with it a credit count like any ACK.
+        let mut carries_aeth = true;
         let written = match r.kind {
             ResourceKind::Read { va, rkey, len } => {
                 let mtu = attrs.path_mtu.bytes() as u32;
@@ -838,20 +1029,15 @@ impl Responder {
                 let offset = k * mtu;
                 let plen = (len - offset.min(len)).min(mtu);
                 let last = k + 1 >= r.npkts;
-                // IBA 9.3.5: First, Last and Only carry an AETH, Middle does
-                // not.
                 let opcode = match (psn == r.start_psn, last) {
                     (true, true) => codes::RC_RDMA_READ_RESPONSE_ONLY,
                     (true, false) => codes::RC_RDMA_READ_RESPONSE_FIRST,
                     (false, true) => codes::RC_RDMA_READ_RESPONSE_LAST,
                     (false, false) => codes::RC_RDMA_READ_RESPONSE_MIDDLE,
                 };
+                carries_aeth = opcode != codes::RC_RDMA_READ_RESPONSE_MIDDLE;
                 let ext = ExtHeaders {
-                    aeth: if opcode == codes::RC_RDMA_READ_RESPONSE_MIDDLE {
-                        None
-                    } else {
-                        aeth
-                    },
+                    aeth: if carries_aeth { aeth } else { None },
                     ..ExtHeaders::default()
                 };
                 let bth = Bth { opcode, psn, ..bth };
@@ -886,12 +1072,18 @@ impl Responder {
             }
         };
         match written {
-            Ok(len) => Ok(Some(Transmit {
-                len,
-                dest_qpn: attrs.dest_qpn,
-                dest: Self::dest(attrs)?,
-                retransmission: r.replay,
-            })),
+            Ok(len) => {
+                if carries_aeth {
+                    self.last_ack_psn = psn;
+                    self.advertised(credit);
+                }
+                Ok(Some(Transmit {
+                    len,
+                    dest_qpn: attrs.dest_qpn,
+                    dest: Self::dest(attrs)?,
+                    retransmission: r.replay,
+                }))
+            }
             Err(WriteError::Local(_)) => {
                 // The region went away under a Read in progress: the
                 // responder cannot complete it (NAK Remote Operational

@@ -50,11 +50,22 @@ pub enum TransportEvent {
     /// A packet whose P_Key is not the QP's partition was dropped (IBA
     /// 10.9.3, a P_Key violation).
     PkeyViolation,
+    /// A message that needs a receive WQE was held back: the responder's
+    /// last credit count did not cover it, and it reports new credits
+    /// unsolicited (IBA 9.7.7.2.4). Counted once per wait.
+    CreditHeld,
+    /// A credit-limited message went out: a Send's first packet alone with
+    /// AckReq, or a whole RDMA Write with Immediate asking for its ACK on the
+    /// last packet (IBA 9.7.7.2.4).
+    LimitedProbe,
+    /// An unsolicited ACK was sent: the initial credits at INIT to RTR, or a
+    /// credit update when receives were posted (IBA 9.7.7.2.4).
+    UnsolicitedAck,
 }
 
 impl TransportEvent {
     /// Number of events.
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 18;
 
     /// Every event, in discriminant order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -73,6 +84,9 @@ impl TransportEvent {
         Self::DuplicateResponse,
         Self::WrongPath,
         Self::PkeyViolation,
+        Self::CreditHeld,
+        Self::LimitedProbe,
+        Self::UnsolicitedAck,
     ];
 }
 

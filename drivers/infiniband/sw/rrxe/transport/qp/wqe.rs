@@ -125,6 +125,17 @@ impl SendOpcode {
         )
     }
 
+    /// Whether the responder takes the receive WQE at the first packet (a
+    /// Send) rather than at the last (an RDMA Write with Immediate, whose
+    /// earlier packets only place data: IBA 9.7.7.2.4).
+    #[must_use]
+    pub const fn consumes_recv_wqe_at_first(self) -> bool {
+        matches!(
+            self,
+            Self::Send | Self::SendWithImm(_) | Self::SendWithInv(_)
+        )
+    }
+
     /// Whether the message goes on the wire at all.
     #[must_use]
     pub const fn is_wire(self) -> bool {

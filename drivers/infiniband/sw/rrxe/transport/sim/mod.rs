@@ -8,9 +8,12 @@
 //! has anything to send and no packet is due, the clock jumps to the next
 //! packet arrival or QP deadline. A run is a pure function of its seed.
 
+mod credits;
 mod tests;
 
+use super::aeth::Syndrome;
 use super::packet;
+use super::psn::Msn;
 use super::qp::completion::{AsyncEvent, Completion};
 use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
@@ -328,8 +331,17 @@ impl Node {
         index
     }
 
-    /// Posts a receive WQE of `len` bytes; returns its id.
+    /// Posts a receive WQE of `len` bytes and rings the doorbell, as a
+    /// kernel consumer's `ib_post_recv` does; returns its id.
     pub fn post_recv(&mut self, wr_id: u64, len: u32) -> u32 {
+        let id = self.post_recv_quietly(wr_id, len);
+        self.with(|qp, io| qp.post_recv(io));
+        id
+    }
+
+    /// Posts a receive WQE of `len` bytes without telling the QP, as a user
+    /// QP does through its shared ring; returns its id.
+    pub fn post_recv_quietly(&mut self, wr_id: u64, len: u32) -> u32 {
         let id = self.next_recv_id;
         self.next_recv_id += 1;
         self.mem.recv_bufs.insert(id, vec![0; len as usize]);
@@ -338,7 +350,6 @@ impl Node {
             length: len,
             id,
         });
-        self.with(|qp, io| qp.post_recv(io));
         id
     }
 
@@ -389,6 +400,9 @@ pub struct Link {
     pub reorder: f64,
     /// One-way latency, ns.
     pub latency: u64,
+    /// Time a packet occupies the sender's side of the link, ns: packets
+    /// leave one after another, so a message's packets arrive spread out.
+    pub gap: u64,
 }
 
 impl Link {
@@ -397,6 +411,7 @@ impl Link {
         dup: 0.0,
         reorder: 0.0,
         latency: 2_000,
+        gap: 0,
     };
 }
 
@@ -435,9 +450,32 @@ impl Setup {
     }
 }
 
+/// A packet as it left a node, for tests that check what went on the wire.
+#[derive(Clone, Copy, Debug)]
+pub struct Wire {
+    /// Time it was sent.
+    pub at: u64,
+    /// Sending node.
+    pub from: usize,
+    pub opcode: u8,
+    /// A request (else a response).
+    pub request: bool,
+    pub psn: u32,
+    pub ack_req: bool,
+    /// AETH syndrome and MSN.
+    pub aeth: Option<(Syndrome, Msn)>,
+    /// Receive WQEs posted at the sender when it sent the packet.
+    pub rq_posted: u32,
+}
+
 pub struct Pair {
     pub nodes: [Node; 2],
     pub now: u64,
+    /// Every packet sent, in order.
+    pub wire: Vec<Wire>,
+    /// Times at which the test wants control back (a receiver's application
+    /// reposting, say): the clock stops at each as at a packet or timer.
+    pub alarms: Vec<u64>,
     pub rng: XorShift,
     /// Impairments of the A->B and B->A directions.
     pub links: [Link; 2],
@@ -445,6 +483,8 @@ pub struct Pair {
     seq: u64,
     /// Packets put on the wire by each node (before impairment).
     pub sent: [u64; 2],
+    /// When each node's side of the link is free again (see [`Link::gap`]).
+    free_at: [u64; 2],
     pub retransmitted: [u64; 2],
     buf: Vec<u8>,
 }
@@ -501,27 +541,39 @@ pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
 impl Pair {
     /// Two QPs brought to RTS and pointed at each other.
     pub fn connect(setup: Setup, seed: u64, link: Link) -> Self {
-        let mut pair = Self {
+        let mut pair = Self::unconnected(setup, seed, link);
+        pair.bring_up(setup);
+        pair
+    }
+
+    /// Two QPs in RESET, for tests that set them up before connecting.
+    pub fn unconnected(setup: Setup, seed: u64, link: Link) -> Self {
+        Self {
             nodes: [
                 Node::new(setup.qp_type, QPN[A]),
                 Node::new(setup.qp_type, QPN[B]),
             ],
             now: 1_000_000,
+            wire: Vec::new(),
+            alarms: Vec::new(),
             rng: XorShift::new(seed),
             links: [link; 2],
             flights: Vec::new(),
             seq: 0,
             sent: [0; 2],
+            free_at: [0; 2],
             retransmitted: [0; 2],
             buf: vec![0; MAX_PACKET_LEN],
-        };
+        }
+    }
+
+    /// Brings both QPs from RESET to RTS.
+    pub fn bring_up(&mut self, setup: Setup) {
         for i in 0..2 {
-            let steps = connect_steps(setup, i);
-            for m in steps {
-                pair.nodes[i].modify(m);
+            for m in connect_steps(setup, i) {
+                self.nodes[i].modify(m);
             }
         }
-        pair
     }
 
     /// Moves every packet either node has to send into the channel.
@@ -540,13 +592,27 @@ impl Pair {
                     self.retransmitted[from] += 1;
                 }
                 let bytes = self.buf[..t.len].to_vec();
+                let pkt = packet::parse(&bytes, None).expect("engine emitted a malformed packet");
+                let node = &self.nodes[from];
+                self.wire.push(Wire {
+                    at: now,
+                    from,
+                    opcode: pkt.info.opcode,
+                    request: pkt.info.is_request(),
+                    psn: pkt.bth.psn.get(),
+                    ack_req: pkt.bth.ack_req,
+                    aeth: pkt.ext.aeth.map(|a| (a.syndrome, a.msn)),
+                    rq_posted: node.rq.queue.len() as u32,
+                });
                 let link = self.links[from];
+                let departs = now.max(self.free_at[from]);
+                self.free_at[from] = departs + link.gap;
                 let copies = if self.rng.chance(link.dup) { 2 } else { 1 };
                 for _ in 0..copies {
                     if self.rng.chance(link.loss) {
                         continue;
                     }
-                    let mut at = now + link.latency;
+                    let mut at = departs + link.latency;
                     if self.rng.chance(link.reorder) {
                         at += self.rng.below(4 * link.latency + 1);
                     }
@@ -604,12 +670,21 @@ impl Pair {
         for n in &mut self.nodes {
             n.drain();
         }
-        if self.deliver_one() || sent {
+        if self.deliver_one() {
+            // What the packet completed is visible before the clock moves.
+            for n in &mut self.nodes {
+                n.drain();
+            }
+            return true;
+        }
+        if sent {
             return true;
         }
         let next_flight = self.flights.iter().map(|f| f.at).min();
         let deadlines = self.nodes.iter().filter_map(|n| n.qp.poll_timeout());
-        let Some(next) = next_flight.into_iter().chain(deadlines).min() else {
+        let now = self.now;
+        let alarm = self.alarms.iter().copied().filter(|&a| a > now).min();
+        let Some(next) = next_flight.into_iter().chain(deadlines).chain(alarm).min() else {
             return false;
         };
         self.now = self.now.max(next);
