@@ -294,7 +294,7 @@ def credit_values(acks):
 
 
 def client(dev, gid_index, host, port, rxe_peer):
-    tap.begin(f"end-to-end credits, {N} Sends to a slow receiver"
+    tap.begin(f"end-to-end credits, {N_RXE if rxe_peer else N} Sends to a slow receiver"
               + (" (rdma_rxe)" if rxe_peer else ""))
     side = Side(dev, gid_index, N)
     for _ in range(600):

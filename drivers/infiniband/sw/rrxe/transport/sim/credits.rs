@@ -155,8 +155,7 @@ fn initial_unsolicited_ack_reports_posted_receives_at_epsn_minus_one() {
 
 #[test]
 fn unsolicited_ack_when_receives_follow_zero_credits() {
-    let mut p = Pair::connect(Setup::rc(), 2, Link::PERFECT);
-    p.run_until(1000, |_| false);
+    let mut p = settled(Setup::rc(), 2);
     // B advertised zero; A holds its Send back rather than probe an empty
     // receive queue (B's initial ACK showed B announces credits).
     post_send(&mut p.nodes[A], 7, 600);
@@ -197,6 +196,14 @@ fn unsolicited_ack_when_receives_follow_zero_credits() {
     let last = *responses(&p, B).last().unwrap();
     assert_eq!(credit_of(&last), Some(CreditCode::from_posted_wqes(4)));
     assert_credits_track_the_queue(&p, false);
+}
+
+/// A connected pair whose initial ACKs have arrived: A knows B's credits
+/// (none yet) and that B reports them.
+fn settled(setup: Setup, seed: u64) -> Pair {
+    let mut p = Pair::connect(setup, seed, Link::PERFECT);
+    p.run_until(1000, |_| false);
+    p
 }
 
 /// Runs until B has sent one more packet, and loses it.
@@ -342,8 +349,7 @@ fn retransmitted_probe_completes_with_infinite_timeout() {
 fn held_message_probes_when_no_credit_update_comes() {
     // B's update after zero credits is lost: A's hold ends after a Local ACK
     // Timeout and the Send probes; B has the receive, so no RNR NAK.
-    let mut p = Pair::connect(Setup::rc(), 4, Link::PERFECT);
-    p.run_until(1000, |_| false);
+    let mut p = settled(Setup::rc(), 4);
     let held_at = p.now;
     post_send(&mut p.nodes[A], 1, 600);
     until_held(&mut p);
@@ -368,8 +374,7 @@ fn requester_stops_holding_after_holds_in_a_row_run_out() {
     // B's credit updates never arrive (each one is lost): the first holds
     // end by timeout and probe, and after HOLDS_BEFORE_PROBING of them in a
     // row A stops waiting for updates and probes at once.
-    let mut p = Pair::connect(Setup::rc(), 11, Link::PERFECT);
-    p.run_until(1000, |_| false);
+    let mut p = settled(Setup::rc(), 11);
     for i in 0..4 {
         post_send(&mut p.nodes[A], i, 600);
     }
