@@ -90,6 +90,8 @@ int rrxe_netdev_ifindex(const struct net_device *ndev);
 unsigned int rrxe_ll_reserved_space(const struct net_device *ndev);
 struct sk_buff *rrxe_alloc_skb_atomic(unsigned int size);
 void rrxe_kfree_skb(struct sk_buff *skb);
+struct sk_buff *rrxe_skb_clone_atomic(struct sk_buff *skb);
+int rrxe_ip_mc_group(struct net_device *ndev, const u8 *gid, bool join);
 void rrxe_consume_skb(struct sk_buff *skb);
 int rrxe_skb_linearize(struct sk_buff *skb);
 unsigned char *rrxe_skb_data(const struct sk_buff *skb);

@@ -8,8 +8,8 @@ PKGS=(
 	linux-source-6.12
 	bc bison flex libelf-dev libssl-dev cpio kmod xz-utils rsync python3
 	qemu-system-x86
-	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils python3-pyverbs
-	iproute2 tshark busybox-static procps
+	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils python3-pyverbs libibverbs-dev
+	iproute2 tshark busybox-static procps patch
 )
 
 missing=()

@@ -6,8 +6,12 @@
 #
 # VARIANT is release or debug. The cache lives outside the checkout (RRXE_CACHE, default
 # /var/cache/rrxe) and is keyed by the linux-source package version and a hash of the config
-# fragments and of this script, so a changed fragment or recipe makes a new build and an
-# unchanged one is reused.
+# fragments, of the core patches and of this script, so a changed fragment, patch or recipe
+# makes a new build and an unchanged one is reused.
+#
+# The core patches (kernel-patches/*.patch, in name order, `patch -p1` form) are applied to
+# a source tree of their own, shared by both variants; Documentation/rrxe/kernel.rst says
+# what each one is for.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,11 +36,28 @@ pkgver() {
 	}
 }
 
+# The core patches, in the order they apply.
+patches() {
+	local p
+	for p in "$here/../kernel-patches/"*.patch; do
+		[ -f "$p" ] && echo "$p"
+	done
+}
+
+patches_key() {
+	local list
+	list=$(patches)
+	[ -n "$list" ] || return 0
+	# shellcheck disable=SC2086
+	cat $list | sha256sum | cut -c1-12
+}
+
 key() {
 	{
 		pkgver
 		echo "$variant"
 		cat "$here/kconfig/base.config" "$here/kconfig/$variant.config" "$here/kernel.sh"
+		patches_key
 	} | sha256sum | cut -c1-16
 }
 
@@ -47,19 +68,27 @@ outdir() {
 }
 
 srcdir() {
-	local v
+	local v p
 	v=$(pkgver)
-	echo "$CACHE/src/linux-${v//[^A-Za-z0-9.]/_}"
+	p=$(patches_key)
+	echo "$CACHE/src/linux-${v//[^A-Za-z0-9.]/_}${p:+-p$p}"
 }
 
 extract() {
-	local src
+	local src p
 	src=$(srcdir)
 	[ -f "$src/.extracted" ] && return
 	echo "kernel.sh: extracting $SRC_TAR" >&2
 	rm -rf "$src" "$src.tmp"
 	mkdir -p "$src.tmp"
 	tar -C "$src.tmp" --strip-components=1 -xf "$SRC_TAR"
+	for p in $(patches); do
+		echo "kernel.sh: applying ${p##*/}" >&2
+		patch -d "$src.tmp" -p1 --forward --quiet <"$p" || {
+			echo "kernel.sh: ${p##*/} does not apply to linux-source $(pkgver)" >&2
+			exit 1
+		}
+	done
 	mv "$src.tmp" "$src"
 	touch "$src/.extracted"
 }
@@ -120,8 +149,9 @@ build() {
 	}
 	"${KMAKE[@]}" -s -C "$src" O="$out" kernelrelease >"$out/kernelrelease"
 	touch "$out/.complete"
-	# Older builds of this variant are stale: their key no longer matches.
-	for d in "$CACHE/kernel/$variant-"*; do
+	# Builds of other keys belong to older recipes or to other checkouts sharing the cache
+	# (a branch and main): the newest other one stays, older ones go.
+	ls -dt "$CACHE/kernel/$variant-"* | tail -n +3 | while read -r d; do
 		[ "$d" = "$out" ] || rm -rf "$d"
 	done
 	echo "$out"

@@ -4,12 +4,13 @@
 # peer, then the servers of the verbs tests (verbs-peer.sh waits on its control channel
 # until side A's verbs.sh connects, after A's own earlier scripts), the ibv_srq_pingpong
 # servers of srq.sh's two-VM half (srq-peer.sh), the QP that qp.sh's wire-path checks aim
-# at (qp-peer.sh), the slow receiver of credits.sh (credits-peer.sh), the responder of the
-# RC reliability tests (reliability-peer.sh, which likewise waits for reliability.sh),
-# then the NVMe over Fabrics target (nvmeof-peer.sh, for side A's nvmeof.sh).
+# at (qp-peer.sh), the slow receiver of credits.sh (credits-peer.sh), the multicast peer
+# of mcast.sh (mcast-peer.sh), the responder of the RC reliability tests
+# (reliability-peer.sh, which likewise waits for reliability.sh), then the NVMe over
+# Fabrics target (nvmeof-peer.sh, for side A's nvmeof.sh).
 here=$(dirname "$0")
 rc=0
-for t in foundation-peer.sh verbs-peer.sh srq-peer.sh qp-peer.sh credits-peer.sh reliability-peer.sh nvmeof-peer.sh; do
+for t in foundation-peer.sh verbs-peer.sh srq-peer.sh qp-peer.sh credits-peer.sh mcast-peer.sh reliability-peer.sh nvmeof-peer.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1

@@ -15,47 +15,57 @@ const PORT_COUNTERS: usize = 12;
 /// Counters after the transport events in [`NAMES`].
 const MEM_COUNTERS: usize = 3;
 
+/// Multicast counters, last in [`NAMES`].
+const MCAST_COUNTERS: usize = 4;
+
 /// The counters' names, in the order [`Counters::read`] fills them. The `wire_*` ones count
 /// packets dropped before they could be matched to a device (bad ICRC, truncated or
 /// malformed IP/UDP, no device on the netdev): they are the same on every rrxe device.
-static NAMES: CounterNames<{ PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS }> =
-    CounterNames::new([
-        c_str!("sent_pkts"),
-        c_str!("rcvd_pkts"),
-        c_str!("retransmitted_pkts"),
-        c_str!("rcvd_no_qp"),
-        c_str!("rcvd_queue_full"),
-        c_str!("rcvd_malformed"),
-        c_str!("send_errors"),
-        c_str!("send_no_path"),
-        c_str!("wire_icrc_errors"),
-        c_str!("wire_truncated"),
-        c_str!("wire_malformed"),
-        c_str!("wire_no_device"),
-        // The QPs' transport events, in `TransportEvent::ALL` order.
-        c_str!("ack_timeouts"),
-        c_str!("seq_naks_rcvd"),
-        c_str!("rnr_naks_rcvd"),
-        c_str!("error_naks_rcvd"),
-        c_str!("implied_naks"),
-        c_str!("retry_exceeded"),
-        c_str!("rnr_retry_exceeded"),
-        c_str!("seq_naks_sent"),
-        c_str!("rnr_naks_sent"),
-        c_str!("error_naks_sent"),
-        c_str!("duplicate_requests"),
-        c_str!("out_of_seq_requests"),
-        c_str!("duplicate_responses"),
-        c_str!("rcvd_wrong_path"),
-        c_str!("rcvd_pkey_violations"),
-        c_str!("credit_holds"),
-        c_str!("limited_probes"),
-        c_str!("unsolicited_acks"),
-        // Memory management extensions, after the transport events.
-        c_str!("fast_reg_mrs"),
-        c_str!("local_invalidates"),
-        c_str!("remote_invalidates"),
-    ]);
+/// All the counters.
+const COUNT: usize = PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS + MCAST_COUNTERS;
+
+static NAMES: CounterNames<COUNT> = CounterNames::new([
+    c_str!("sent_pkts"),
+    c_str!("rcvd_pkts"),
+    c_str!("retransmitted_pkts"),
+    c_str!("rcvd_no_qp"),
+    c_str!("rcvd_queue_full"),
+    c_str!("rcvd_malformed"),
+    c_str!("send_errors"),
+    c_str!("send_no_path"),
+    c_str!("wire_icrc_errors"),
+    c_str!("wire_truncated"),
+    c_str!("wire_malformed"),
+    c_str!("wire_no_device"),
+    // The QPs' transport events, in `TransportEvent::ALL` order.
+    c_str!("ack_timeouts"),
+    c_str!("seq_naks_rcvd"),
+    c_str!("rnr_naks_rcvd"),
+    c_str!("error_naks_rcvd"),
+    c_str!("implied_naks"),
+    c_str!("retry_exceeded"),
+    c_str!("rnr_retry_exceeded"),
+    c_str!("seq_naks_sent"),
+    c_str!("rnr_naks_sent"),
+    c_str!("error_naks_sent"),
+    c_str!("duplicate_requests"),
+    c_str!("out_of_seq_requests"),
+    c_str!("duplicate_responses"),
+    c_str!("rcvd_wrong_path"),
+    c_str!("rcvd_pkey_violations"),
+    c_str!("credit_holds"),
+    c_str!("limited_probes"),
+    c_str!("unsolicited_acks"),
+    // Memory management extensions, after the transport events.
+    c_str!("fast_reg_mrs"),
+    c_str!("local_invalidates"),
+    c_str!("remote_invalidates"),
+    // UD multicast, last.
+    c_str!("mcast_pkts_sent"),
+    c_str!("mcast_pkts_rcvd"),
+    c_str!("rcvd_mcast_no_group"),
+    c_str!("mcast_copy_failures"),
+]);
 
 /// The counter names for the RDMA core.
 pub(crate) const DESCS: CounterDescs = NAMES.descs();
@@ -108,6 +118,15 @@ pub(crate) struct Counters {
     pub(crate) local_invalidates: Counter,
     /// Send with Invalidate messages that invalidated an R_Key of ours.
     pub(crate) remote_invalidates: Counter,
+    /// UD packets sent to a multicast GID (also in `sent_pkts`).
+    pub(crate) mcast_sent_pkts: Counter,
+    /// Packets received for a multicast group with at least one QP attached (each QP's
+    /// copy is also in `rcvd_pkts`).
+    pub(crate) mcast_rcvd_pkts: Counter,
+    /// Packets received for a multicast group no QP of this device is attached to.
+    pub(crate) mcast_no_group: Counter,
+    /// Copies for a group's further QPs that could not be made (no memory).
+    pub(crate) mcast_copy_failures: Counter,
 }
 
 impl Counters {
@@ -144,9 +163,15 @@ impl Counters {
             self.local_invalidates.get(),
             self.remote_invalidates.get(),
         ];
+        let mcast = [
+            self.mcast_sent_pkts.get(),
+            self.mcast_rcvd_pkts.get(),
+            self.mcast_no_group.get(),
+            self.mcast_copy_failures.get(),
+        ];
         for (v, a) in values
             .iter_mut()
-            .zip(port.into_iter().chain(transport).chain(mem))
+            .zip(port.into_iter().chain(transport).chain(mem).chain(mcast))
         {
             *v = a;
         }

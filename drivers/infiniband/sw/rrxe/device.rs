@@ -8,6 +8,7 @@ use crate::glue::bindings as b;
 use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
+use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
 use crate::qp::object::{QpTable, PORT};
 use crate::shared::DeviceShared;
@@ -24,6 +25,9 @@ pub(crate) struct DeviceCore {
     /// QPs by QP number.
     #[pin]
     pub(crate) qps: QpTable,
+    /// Multicast groups and their UD QPs.
+    #[pin]
+    pub(crate) mcast: McastTable,
     /// The state the QPs share.
     pub(crate) shared: Arc<DeviceShared>,
 }
@@ -37,7 +41,11 @@ impl RxHandler for DeviceCore {
             return;
         };
         let qpn = u32::from_be_bytes([0, q0, q1, q2]);
-        self.qps.deliver(&self.shared, qpn, pkt);
+        if qpn == MULTICAST_QPN {
+            self.mcast.deliver(&self.qps, &self.shared, pkt);
+        } else {
+            self.qps.deliver(&self.shared, qpn, pkt);
+        }
     }
 }
 
@@ -62,6 +70,7 @@ impl RrxeDevice {
         let core = Arc::pin_init(
             pin_init!(DeviceCore {
                 qps <- QpTable::new(),
+                mcast <- McastTable::new(netdev),
                 shared,
             }),
             GFP_KERNEL,
@@ -153,6 +162,10 @@ impl RrxeDevice {
             max_srq_sge: srq::MAX_SRQ_SGE as i32,
             page_size_cap: params::PAGE_SIZE_CAP,
             max_fast_reg_page_list_len: params::MAX_FAST_REG_PAGES,
+            // UD multicast (IBA 10.5), the limits `mcast.rs` enforces.
+            max_mcast_grp: mcast::MAX_GROUPS as i32,
+            max_mcast_qp_attach: mcast::MAX_QPS_PER_GROUP as i32,
+            max_total_mcast_qp_attach: mcast::MAX_ATTACHMENTS as i32,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..Default::default()
         }
@@ -220,6 +233,9 @@ impl RrxeDevice {
 
 impl Drop for RrxeDevice {
     fn drop(&mut self) {
+        // Every QP is gone, and with it every attachment; a group still joined would be a
+        // consumer's leak, which must not outlive the device on the netdev.
+        self.core.mcast.leave_all();
         let c = &self.core.shared.counters;
         pr_info!(
             "{}: device gone; rx dropped: no qp {}, queue full {}, malformed {}; tx errors {}, no path {}\n",

@@ -62,8 +62,9 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
 /// QP numbers rrxe hands out: 0 and 1 are the SMI and GSI QPs (IBA 3.5.1), and rdma_rxe
 /// starts its pool at 16; QPNs are 24 bits.
 pub(crate) const MIN_QPN: u32 = 16;
-/// Largest QP number.
-pub(crate) const MAX_QPN: u32 = (1 << 24) - 1;
+/// Largest QP number: 0xFFFFFF is the multicast QP, the destination of every multicast
+/// packet, never a QP of its own.
+pub(crate) const MAX_QPN: u32 = (1 << 24) - 2;
 
 /// Address handles per device.
 pub(crate) const MAX_AH: u32 = (1 << 24) - 1;

@@ -9,7 +9,7 @@
 //! `glue` (safe wrappers over the kernel's C APIs, the only `unsafe`), and the driver on
 //! top of both, a one-way chain from its leaves (`params`, `counters`, `incarnation`,
 //! `abi`) through the object tables (`ah`, `mr`, `mw`, `srq`, `cq`), what QPs share
-//! (`shared`), work queues (`wq`), memory (`memory`), QPs (`qp`) and the device (`device`)
+//! (`shared`), work queues (`wq`), memory (`memory`), QPs (`qp`), multicast groups (`mcast`) and the device (`device`)
 //! to `verbs`, which implements the driver contract.
 
 mod abi;
@@ -19,6 +19,7 @@ mod cq;
 mod device;
 mod glue;
 mod incarnation;
+mod mcast;
 mod memory;
 mod mr;
 mod mw;

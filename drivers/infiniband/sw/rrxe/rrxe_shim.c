@@ -273,8 +273,11 @@ void rrxe_atomic_unlock_irqrestore(unsigned long flags)
 
 /* --- UDP tunnel / skb (glue/net.rs) --------------------------------------------------- */
 
+#include <linux/igmp.h>
+#include <linux/inetdevice.h>
 #include <linux/mutex.h>
 #include <linux/skbuff.h>
+#include <net/addrconf.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6_stubs.h>
@@ -364,6 +367,46 @@ unsigned int rrxe_ll_reserved_space(const struct net_device *ndev)
 struct sk_buff *rrxe_alloc_skb_atomic(unsigned int size)
 {
 	return alloc_skb(size, GFP_ATOMIC);
+}
+
+struct sk_buff *rrxe_skb_clone_atomic(struct sk_buff *skb)
+{
+	return skb_clone(skb, GFP_ATOMIC);
+}
+
+/*
+ * Joins (@join) or leaves the IP multicast group of RoCEv2 multicast GID @gid on @ndev: the
+ * IPv4 group of an IPv4-mapped GID (IGMP), else the IPv6 group (MLD). The IP layer counts
+ * joins, programs the netdev's MAC filter, and delivers a group's packets to the RoCEv2
+ * socket only while joined. Process context; IPv4 membership changes under RTNL, as
+ * rdma_cm's own joins do.
+ */
+int rrxe_ip_mc_group(struct net_device *ndev, const u8 *gid, bool join)
+{
+	const struct in6_addr *addr = (const struct in6_addr *)gid;
+
+	if (ipv6_addr_v4mapped(addr)) {
+		struct in_device *in_dev;
+		int err = 0;
+
+		rtnl_lock();
+		in_dev = __in_dev_get_rtnl(ndev);
+		if (!in_dev)
+			err = -ENODEV;
+		else if (join)
+			ip_mc_inc_group(in_dev, addr->s6_addr32[3]);
+		else
+			ip_mc_dec_group(in_dev, addr->s6_addr32[3]);
+		rtnl_unlock();
+		return err;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (join)
+		return ipv6_dev_mc_inc(ndev, addr);
+	return ipv6_dev_mc_dec(ndev, addr);
+#else
+	return -EAFNOSUPPORT;
+#endif
 }
 
 void rrxe_kfree_skb(struct sk_buff *skb)

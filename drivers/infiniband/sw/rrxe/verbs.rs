@@ -282,7 +282,9 @@ impl Driver for Rrxe {
     }
 
     fn destroy_qp(dev: &DeviceOf<Self>, qp: &RrxeQp) {
-        qp::destroy(&dev.data().core.qps, qp)
+        let core = &dev.data().core;
+        core.mcast.forget_qp(qp.qpn());
+        qp::destroy(&core.qps, qp)
     }
 
     fn post_send_doorbell(qp: &RrxeQp) -> Result {
@@ -299,6 +301,14 @@ impl Driver for Rrxe {
 
     fn post_recv_doorbell(qp: &RrxeQp) {
         qp::recv_doorbell(qp)
+    }
+
+    fn attach_mcast(dev: &DeviceOf<Self>, qp: &RrxeQp, gid: &[u8; 16]) -> Result {
+        dev.data().core.mcast.attach(gid, qp.qpn())
+    }
+
+    fn detach_mcast(dev: &DeviceOf<Self>, qp: &RrxeQp, gid: &[u8; 16]) -> Result {
+        dev.data().core.mcast.detach(gid, qp.qpn())
     }
 
     fn create_ah(

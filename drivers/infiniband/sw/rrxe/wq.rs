@@ -11,6 +11,7 @@
 use crate::abi::{put_sge, put_u32, put_u64, recv, send, send_flag, sge_at, u32_at, u64_at, wr};
 use crate::abi::{RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_LEN};
 use crate::glue::queue::{MmapInfo, SharedQueue};
+use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::srq::SrqShared;
@@ -35,6 +36,9 @@ pub(crate) struct SendRing {
     mi: Option<MmapInfo>,
     /// Copies of the slots, same layout as the ring.
     copies: KVVec<u8>,
+    /// A UD queue's destinations, by slot: the address of each WQE's AH, resolved when
+    /// the WQE is copied (empty for connected QPs).
+    dests: KVVec<Option<AddressVector>>,
     /// Free-running index of the oldest WQE not retired.
     head: u32,
     /// Free-running index of the next WQE to copy.
@@ -66,6 +70,10 @@ impl SendRing {
         let ring = Arc::new(queue, GFP_KERNEL)?;
         let slots = ring.capacity() as usize + 1;
         let copies = KVVec::from_elem(0u8, slots * ring.slot_size(), GFP_KERNEL)?;
+        let dests = match qp_type {
+            QpType::Ud | QpType::Gsi => KVVec::from_elem(None, slots, GFP_KERNEL)?,
+            _ => KVVec::new(),
+        };
         let granted_wr = ring.capacity();
         let sge = (area / SGE_LEN) as u32;
         let inline = area as u32;
@@ -73,6 +81,7 @@ impl SendRing {
             Self {
                 ring,
                 copies,
+                dests,
                 head: 0,
                 copied: 0,
                 qp_type,
@@ -114,8 +123,11 @@ impl SendRing {
         self.head.wrapping_add(posted)
     }
 
-    /// Copies the WQEs posted since the last call; returns whether there were any.
-    pub(crate) fn snapshot(&mut self) -> bool {
+    /// Copies the WQEs posted since the last call, resolving each UD WQE's AH number with
+    /// `resolve` there and then: the AH is the one named when the WQE was posted, even if
+    /// the consumer destroys it before the send goes out (mckey does, right after posting).
+    /// Returns whether there were any.
+    pub(crate) fn snapshot(&mut self, resolve: impl Fn(u32) -> Option<AddressVector>) -> bool {
         let producer = self.producer_index();
         let any = producer != self.copied;
         let size = self.ring.slot_size();
@@ -123,15 +135,25 @@ impl SendRing {
             let slot = (self.copied & self.mask()) as usize;
             let dst = &mut self.copies[slot * size..(slot + 1) * size];
             self.ring.read_slot_bytes(self.copied, dst);
+            let ah = u32_at(dst, send::UD_AH);
+            if let Some(dest) = self.dests.get_mut(slot) {
+                *dest = resolve(ah);
+            }
             self.copied = self.copied.wrapping_add(1);
         }
         any
     }
 
+    /// The destination of UD WQE `handle` (the handle its decoded WQE carries as its AH),
+    /// as resolved when it was copied.
+    pub(crate) fn dest(&self, handle: u32) -> Option<AddressVector> {
+        self.dests.get(handle as usize).copied().flatten()
+    }
+
     /// Drops every posted WQE without completing it (IBA 10.3.1: entering RESET empties
     /// the work queues); the provider keeps its own producer index.
     pub(crate) fn drain(&mut self) {
-        self.snapshot();
+        self.snapshot(|_| None);
         self.head = self.copied;
         self.ring.set_consumer(self.head);
     }
@@ -278,7 +300,8 @@ impl SendRing {
             wqe.ud = UdDest {
                 dest_qpn: u32_at(b, send::UD_QPN) & 0x00ff_ffff,
                 qkey: u32_at(b, send::UD_QKEY),
-                ah: u32_at(b, send::UD_AH),
+                // The slot: its AH was resolved when it was copied (`dest`).
+                ah: index & self.mask(),
             };
         }
         wqe

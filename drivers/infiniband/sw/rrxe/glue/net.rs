@@ -79,6 +79,15 @@ impl IpAddr {
             None
         }
     }
+
+    /// Whether this is a multicast address: IPv4 224.0.0.0/4 or IPv6 ff00::/8, the
+    /// multicast GIDs RoCEv2 can carry.
+    pub(crate) fn is_multicast(&self) -> bool {
+        match self.v4() {
+            Some(v4) => v4[0] & 0xf0 == 0xe0,
+            None => self.0[0] == 0xff,
+        }
+    }
 }
 
 /// Packet counters of the wire path, module-wide (the tunnel is shared by all devices).
@@ -315,6 +324,22 @@ impl RxPacket {
     /// The destination IP address.
     pub(crate) fn dst_ip(&self) -> IpAddr {
         self.dst
+    }
+
+    /// Another reference to the same packet, for one more receiver (a multicast group's
+    /// next QP): an skb clone sharing the data, which neither reference writes. Any context.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        // SAFETY: we own the skb; a clone shares its data buffer, which stays allocated
+        // (and in place) while either skb exists, so `payload` stays valid for the clone.
+        let clone = unsafe { bindings::rrxe_skb_clone_atomic(self.skb.as_ptr()) };
+        Ok(Self {
+            skb: NonNull::new(clone).ok_or(ENOMEM)?,
+            netdev: self.netdev.clone(),
+            payload: self.payload,
+            payload_len: self.payload_len,
+            src: self.src,
+            dst: self.dst,
+        })
     }
 
     /// Frees the packet as a drop (`kfree_skb`, visible to drop monitors) rather than as a

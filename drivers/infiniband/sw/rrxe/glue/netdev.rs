@@ -116,6 +116,22 @@ impl NetDevice {
         mac
     }
 
+    /// Joins the IP multicast group of multicast GID `gid` on this netdev: IGMP for an
+    /// IPv4-mapped GID, MLD for any other. Counted by the IP layer: every join needs its
+    /// [`NetDevice::leave_ip_multicast`]. Process context; may sleep.
+    pub(crate) fn join_ip_multicast(&self, gid: &[u8; 16]) -> Result {
+        // SAFETY: the net_device is live and `gid` is 16 readable bytes.
+        to_result(unsafe { bindings::rrxe_ip_mc_group(self.0.get(), gid.as_ptr(), true) })
+    }
+
+    /// Leaves a group joined by [`NetDevice::join_ip_multicast`]. A netdev whose IP state is
+    /// already gone (being unregistered) has left every group; that is not an error.
+    /// Process context; may sleep.
+    pub(crate) fn leave_ip_multicast(&self, gid: &[u8; 16]) {
+        // SAFETY: the net_device is live and `gid` is 16 readable bytes.
+        let _ = unsafe { bindings::rrxe_ip_mc_group(self.0.get(), gid.as_ptr(), false) };
+    }
+
     /// The parent of the netdev's `struct device` (e.g. the virtio or PCI device), if any.
     pub(crate) fn parent_device(&self) -> *mut bindings::device {
         // SAFETY: `dev.parent` is set before registration and fixed while registered.

@@ -45,12 +45,22 @@ use kernel::sync::{Arc, Mutex};
 static RX_LOCK: LockClass = LockClass::new();
 static POST_LOCK: LockClass = LockClass::new();
 
+/// Datagrams a UD QP's doorbell sends before leaving the rest to the task.
+const DOORBELL_BUDGET: usize = 64;
+
 /// The only port of an rrxe device (IBA numbers CA ports from 1).
 pub(crate) const PORT: u8 = 1;
 
 /// State of one rrxe QP, held by the core's `struct ib_qp`.
 pub(crate) struct RrxeQp {
     shared: Arc<QpShared>,
+}
+
+impl RrxeQp {
+    /// The QP number.
+    pub(crate) fn qpn(&self) -> u32 {
+        self.shared.handle.qpn()
+    }
 }
 
 /// A QP as its task, the receive path and the verbs reach it. Every reference but the
@@ -105,6 +115,13 @@ pub(super) struct QpCore {
 }
 
 impl QpCore {
+    /// Copies the send WQEs posted since the last call, resolving UD destinations in the
+    /// device's AH table (only AHs of the QP's PD: IBA 10.2.3).
+    pub(super) fn snapshot_sends(&mut self) {
+        let (ahs, pd) = (&self.dev.ahs, self.pd);
+        self.sq.snapshot(|num| ahs.lookup(pd, num));
+    }
+
     /// Lends the queues and memory to the engine for one call.
     pub(super) fn io<R>(
         &mut self,
@@ -296,9 +313,31 @@ pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
 
 /// Rings the send doorbell (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
 pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
-    if !qp.shared.posters.lock().sends {
-        // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
-        return Err(EINVAL);
+    let user = {
+        let posters = qp.shared.posters.lock();
+        if !posters.sends {
+            // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
+            return Err(EINVAL);
+        }
+        posters.sq.is_none()
+    };
+    if user {
+        // A user QP's doorbell is its post_send system call (process context): the new
+        // WQEs are taken now, so each UD WQE's AH is resolved while the consumer still
+        // holds it. A UD QP's datagrams also leave now, as rdma_rxe's requester used to
+        // send them from the system call: mckey and its like post unsignalled Sends and
+        // destroy the QP right away, which discards whatever is still queued. The task,
+        // kicked below, delivers their completions.
+        if let Some(core) = qp.shared.core.lock().as_mut() {
+            core.snapshot_sends();
+            if !core.engine.context().qp_type.is_connected() {
+                let now = crate::glue::task::now_ns();
+                let mut sent = 0;
+                while sent < DOORBELL_BUDGET && core.transmit(now, qp.qpn()) {
+                    sent += 1;
+                }
+            }
+        }
     }
     Task::kick(&qp.shared);
     Ok(())

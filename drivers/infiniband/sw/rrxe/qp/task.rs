@@ -52,7 +52,7 @@ impl QpCore {
     fn step(&mut self, rx: &IrqSpinLock<Backlog>, qp: &QpHandle, outbox: &mut Outbox) -> bool {
         let dev = self.dev.clone();
         let now = now_ns();
-        self.sq.snapshot();
+        self.snapshot_sends();
         let pmtu = self.engine.context().path_mtu.bytes();
         let qp_type = self.engine.context().qp_type;
         let ud = !qp_type.is_connected();
@@ -82,22 +82,8 @@ impl QpCore {
             self.io(None, |engine, io, _| engine.handle_timeout(now, io));
         }
         let mut sent = 0;
-        while sent < BUDGET && outbox.room() >= Outbox::RESERVE {
-            let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
-                break;
-            };
+        while sent < BUDGET && outbox.room() >= Outbox::RESERVE && self.transmit(now, qp.qpn()) {
             sent += 1;
-            let path = match t.dest {
-                Dest::Ah(num) => dev.ahs.lookup(self.pd, num),
-                Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
-            };
-            if t.retransmission {
-                dev.counters.retransmitted_pkts.inc();
-            }
-            match path {
-                Some(av) => send(&dev, &av, qp.qpn(), &mut self.tx[..t.len]),
-                None => dev.counters.tx_no_path.inc(),
-            }
         }
         self.collect(qp, outbox, ud, None);
         let stats = self.engine.take_stats();
@@ -105,6 +91,25 @@ impl QpCore {
             dev.counters.add_transport(&stats);
         }
         budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE || rx.lock().len() > 0
+    }
+
+    /// Sends the engine's next packet, if it has one; whether it had.
+    pub(super) fn transmit(&mut self, now: u64, qpn: u32) -> bool {
+        let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
+            return false;
+        };
+        let path = match t.dest {
+            Dest::Ah(handle) => self.sq.dest(handle),
+            Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
+        };
+        if t.retransmission {
+            self.dev.counters.retransmitted_pkts.inc();
+        }
+        match path {
+            Some(av) => send(&self.dev, &av, qpn, &mut self.tx[..t.len]),
+            None => self.dev.counters.tx_no_path.inc(),
+        }
+        true
     }
 
     /// Which of the QP's paths a packet came over: its source is the path's destination and
@@ -246,7 +251,12 @@ fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
         net::transmit(&dev.netdev, &path, pkt)
     };
     match result {
-        Ok(()) => dev.counters.sent_pkts.inc(),
+        Ok(()) => {
+            dev.counters.sent_pkts.inc();
+            if path.dst.is_multicast() {
+                dev.counters.mcast_sent_pkts.inc();
+            }
+        }
         Err(_) => dev.counters.tx_errors.inc(),
     }
 }

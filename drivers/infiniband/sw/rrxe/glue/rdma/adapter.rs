@@ -93,6 +93,16 @@ impl<T: Driver> Adapter<T> {
         destroy_qp: Some(Self::destroy_qp),
         post_send: Some(Self::post_send),
         post_recv: Some(Self::post_recv),
+        attach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Self::attach_mcast)
+        } else {
+            None
+        },
+        detach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Self::detach_mcast)
+        } else {
+            None
+        },
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),
         destroy_ah: Some(Self::destroy_ah),
@@ -863,6 +873,56 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: the driver has stopped all use of the QP's handle; its state goes.
         unsafe { Qp::<T>::drop_data(ibqp) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// See [`Self::query_device`]: `ibqp` is a live QP of `T` and `gid` a valid GID.
+    unsafe extern "C" fn attach_mcast(
+        ibqp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: see the function's contract; every bit pattern of the union is a GID.
+        let (qp, dev, gid, ud) = unsafe {
+            (
+                Qp::<T>::from_raw(ibqp),
+                Self::dev((*ibqp).device),
+                (*gid).raw,
+                (*ibqp).qp_type == bindings::ib_qp_type_IB_QPT_UD,
+            )
+        };
+        // Only UD QPs join multicast groups (IBA; the core checks too, ULPs calling the op
+        // through other paths get the same answer).
+        if !ud {
+            return EINVAL.to_errno();
+        }
+        from_result(|| {
+            T::attach_mcast(dev, qp.data(), &gid)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// See [`Self::attach_mcast`].
+    unsafe extern "C" fn detach_mcast(
+        ibqp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: see the function's contract.
+        let (qp, dev, gid) = unsafe {
+            (
+                Qp::<T>::from_raw(ibqp),
+                Self::dev((*ibqp).device),
+                (*gid).raw,
+            )
+        };
+        from_result(|| {
+            T::detach_mcast(dev, qp.data(), &gid)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

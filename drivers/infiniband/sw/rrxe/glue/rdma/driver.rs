@@ -204,6 +204,16 @@ pub(crate) trait Driver: Sized + 'static {
     fn post_recv(qp: &Self::Qp, wr: &RecvWr<'_>) -> Result;
     /// Receive WRs were posted to a kernel QP.
     fn post_recv_doorbell(qp: &Self::Qp);
+    /// Attaches UD QP `qp` to the multicast group of GID `gid`. Process context.
+    fn attach_mcast(dev: &DeviceOf<Self>, qp: &Self::Qp, gid: &[u8; 16]) -> Result {
+        let _ = (dev, qp, gid);
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// Detaches UD QP `qp` from the multicast group of GID `gid`. Process context.
+    fn detach_mcast(dev: &DeviceOf<Self>, qp: &Self::Qp, gid: &[u8; 16]) -> Result {
+        let _ = (dev, qp, gid);
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates an address handle for `av` in PD `pd`; must not sleep unless `sleepable`.
     fn create_ah(

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# UD multicast, side A: tests/vm/mcast.py against side B's mcast-peer.sh, first rrxe on
+# both sides, then B on rdma_rxe (mckey both ways). Two TAP streams. By hand:
+#   scripts/vm.sh --two --cmd tests/vm/mcast.sh --cmd-b tests/vm/mcast-peer.sh
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+. "$here/../lib/gid.sh"
+
+# The verbs half's tool (ibv_attach_mcast), built in the guest against the host's headers.
+export MCAST_VERBS=/tmp/mcast_verbs
+tap_begin "UD multicast, setup"
+check "tests/vm/mcast_verbs.c builds warning-free" \
+	gcc -O1 -Wall -Wextra -Werror -o "$MCAST_VERBS" "$here/mcast_verbs.c" -libverbs
+check "modprobe rrxe" modprobe rrxe
+ip link set eth0 up
+check "rdma link add rrxe0" rdma link add rrxe0 type rrxe netdev eth0
+check "rrxe0: IPv4 GID" wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4"
+check "rrxe0: IPv6 GID" wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP6"
+tap_end
+# The last check deletes rrxe0 (a device going away with a QP attached).
+python3 "$here/mcast.py" client rrxe0 "$RRXE_PEER_IP4" 4798
+rc=$?
+rdma link add rrxe0 type rrxe netdev eth0 && wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" || rc=1
+python3 "$here/mcast.py" client rrxe0 "$RRXE_PEER_IP4" 4798 rxe || rc=1
+rdma link delete rrxe0
+rmmod rrxe
+exit $rc
