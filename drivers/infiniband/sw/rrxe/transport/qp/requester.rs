@@ -61,6 +61,14 @@ pub const MAX_PKTS_PER_ACK: u32 = 16;
 /// to avoid.
 pub const HOLDS_BEFORE_PROBING: u8 = 3;
 
+/// Longest a credit-limited message is held, whatever the Local ACK Timeout:
+/// four of the responder's slowest receive-queue rechecks
+/// ([`super::responder::CREDIT_WATCH_MAX_NS`]). A receiver that has not
+/// posted by then is slow, and a probe (at worst one RNR NAK) answers sooner
+/// than a wait of one ACK timeout, which consumers set to seconds (rdma-core's
+/// rdma_cm test uses timeout 21, 8.6 s: three held Sends stalled it 26 s).
+pub const MAX_CREDIT_HOLD_NS: u64 = 4 * super::responder::CREDIT_WATCH_MAX_NS;
+
 /// Transport state of one started send WQE.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct SendSlot {
@@ -355,9 +363,10 @@ impl Requester {
     /// Whether a credit-limited message should wait rather than probe: only
     /// against a responder that reports credits and, by all evidence,
     /// announces new ones unsolicited (IBA 9.7.7.2.4 allows it any time; rrxe
-    /// does, as receives are posted), and only for one Local ACK Timeout
-    /// (after which an update was lost, the receiver is slow, or the
-    /// responder does not send them: see [`HOLDS_BEFORE_PROBING`]).
+    /// does, as receives are posted), and only for one Local ACK Timeout or
+    /// [`MAX_CREDIT_HOLD_NS`], whichever is shorter (after which an update was
+    /// lost, the receiver is slow, or the responder does not send them: see
+    /// [`HOLDS_BEFORE_PROBING`]).
     fn hold_for_credit(&mut self, now: u64, attrs: &QpContext) -> bool {
         if self.probe_due
             || !self.peer_reports_credits
@@ -372,7 +381,7 @@ impl Requester {
         let Some(wait) = attrs.ack_timeout().timeout_ns() else {
             return false;
         };
-        self.credit_hold = Some(now.saturating_add(wait));
+        self.credit_hold = Some(now.saturating_add(wait.min(MAX_CREDIT_HOLD_NS)));
         self.stats.count(TransportEvent::CreditHeld);
         true
     }
