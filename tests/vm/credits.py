@@ -36,7 +36,8 @@ from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
-import roce_sniff  # noqa: E402 - tests/lib, found through the line above
+import ctl_channel  # noqa: E402 - tests/lib, found through the line above
+import roce_sniff  # noqa: E402
 import tap  # noqa: E402
 from tap import report  # noqa: E402
 
@@ -297,22 +298,7 @@ def client(dev, gid_index, host, port, rxe_peer):
     tap.begin(f"end-to-end credits, {N_RXE if rxe_peer else N} Sends to a slow receiver"
               + (" (rdma_rxe)" if rxe_peer else ""))
     side = Side(dev, gid_index, N)
-    for _ in range(600):
-        try:
-            conn = socket.create_connection((host, port))
-            break
-        except OSError:
-            time.sleep(1)
-    f = conn.makefile("rw")
-
-    def peer(cmd, **kw):
-        kw["cmd"] = cmd
-        f.write(json.dumps(kw) + "\n")
-        f.flush()
-        r = json.loads(f.readline())
-        if isinstance(r, dict) and "error" in r:
-            raise RuntimeError(r["error"])
-        return r
+    peer = ctl_channel.connect(host, port, "cmd").call
 
     no_pcap = "no pcap of the wire (make check's boot writes " + PCAP + ")"
     try:

@@ -29,7 +29,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
-import tap  # noqa: E402 - tests/lib, found through the line above
+import ctl_channel  # noqa: E402 - tests/lib, found through the line above
+import tap  # noqa: E402
 from tap import report  # noqa: E402
 
 TOOL = os.environ.get("MCAST_VERBS", "/tmp/mcast_verbs")
@@ -171,22 +172,7 @@ def client(dev, host, port, rxe_peer):
     local4, peer4 = os.environ["RRXE_LOCAL_IP4"], os.environ["RRXE_PEER_IP4"]
     bdev = "rxe0" if rxe_peer else dev
     tap.begin("UD multicast between two VMs" + (", B on rdma_rxe" if rxe_peer else ""))
-    for _ in range(600):
-        try:
-            conn = socket.create_connection((host, port))
-            break
-        except OSError:
-            time.sleep(1)
-    f = conn.makefile("rw")
-
-    def b(op, **kw):
-        kw["op"] = op
-        f.write(json.dumps(kw) + "\n")
-        f.flush()
-        r = json.loads(f.readline())
-        if isinstance(r, dict) and "error" in r:
-            raise RuntimeError(r["error"])
-        return r
+    b = ctl_channel.connect(host, port, "op").call
 
     def gid_index(addr):
         out = run(["bash", "-c", f". {os.path.dirname(os.path.realpath(__file__))}"
