@@ -20,6 +20,18 @@
 use super::psn::Msn;
 use super::timer::RnrTimer;
 
+/// First recheck of its receive queue by a responder that advertised zero
+/// credits, so that receives posted later reach the held requester in an
+/// unsolicited ACK (IBA 9.7.7.2); each next recheck waits twice as long, up
+/// to [`CREDIT_WATCH_MAX_NS`], for [`CREDIT_WATCH_SPAN_NS`] in all. Here
+/// because the requester's longest hold is derived from it.
+pub const CREDIT_WATCH_FIRST_NS: u64 = 1_000_000;
+/// Longest wait between rechecks: well under the shortest Local ACK Timeout
+/// a requester holding for credits is likely to use (perftest's, 67 ms).
+pub const CREDIT_WATCH_MAX_NS: u64 = 16_000_000;
+/// How long after its credits ran out a requester may still be waiting.
+pub const CREDIT_WATCH_SPAN_NS: u64 = 1_000_000_000;
+
 /// Errors decoding an AETH syndrome byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AethError {

@@ -19,6 +19,7 @@
 //!   psn_next  first PSN of the next WQE to start
 //! ```
 
+use super::super::aeth::CREDIT_WATCH_MAX_NS;
 use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth};
 use super::super::icrc::ICRC_LEN;
 use super::super::opcode::codes;
@@ -63,11 +64,11 @@ pub const HOLDS_BEFORE_PROBING: u8 = 3;
 
 /// Longest a credit-limited message is held, whatever the Local ACK Timeout:
 /// four of the responder's slowest receive-queue rechecks
-/// ([`super::responder::CREDIT_WATCH_MAX_NS`]). A receiver that has not
+/// ([`CREDIT_WATCH_MAX_NS`]). A receiver that has not
 /// posted by then is slow, and a probe (at worst one RNR NAK) answers sooner
 /// than a wait of one ACK timeout, which consumers set to seconds (rdma-core's
 /// rdma_cm test uses timeout 21, 8.6 s: three held Sends stalled it 26 s).
-pub const MAX_CREDIT_HOLD_NS: u64 = 4 * super::responder::CREDIT_WATCH_MAX_NS;
+pub const MAX_CREDIT_HOLD_NS: u64 = 4 * CREDIT_WATCH_MAX_NS;
 
 /// Transport state of one started send WQE.
 #[derive(Clone, Copy, Debug, Default)]

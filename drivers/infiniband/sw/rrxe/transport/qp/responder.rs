@@ -16,7 +16,9 @@
 //! ACK for ePSN - 1 acknowledges everything, so it is only sent once every
 //! Read response and atomic ACK before it has been.
 
-use super::super::aeth::{CreditCode, NakCode, Syndrome};
+use super::super::aeth::{
+    CreditCode, NakCode, Syndrome, CREDIT_WATCH_FIRST_NS, CREDIT_WATCH_MAX_NS, CREDIT_WATCH_SPAN_NS,
+};
 use super::super::headers::{Aeth, AtomicAckEth, Bth};
 use super::super::opcode::{codes, Operation, Position};
 use super::super::packet::{ExtHeaders, Packet};
@@ -34,17 +36,6 @@ use super::wqe::RecvWqe;
 /// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
 /// 11.4.1.2); the glue writes the header there, the payload follows.
 pub const UD_GRH_LEN: u32 = 40;
-
-/// First recheck of the receive queue after the requester used up its
-/// credits (see [`Responder::check_credit_watch`]); each next one waits
-/// twice as long, up to [`CREDIT_WATCH_MAX_NS`], for [`CREDIT_WATCH_SPAN_NS`]
-/// in all.
-pub const CREDIT_WATCH_FIRST_NS: u64 = 1_000_000;
-/// Longest wait between rechecks: well under the shortest Local ACK Timeout
-/// a requester holding for credits is likely to use (perftest's, 67 ms).
-pub const CREDIT_WATCH_MAX_NS: u64 = 16_000_000;
-/// How long after its credits ran out a requester may still be waiting.
-pub const CREDIT_WATCH_SPAN_NS: u64 = 1_000_000_000;
 
 /// Rechecks of the receive queue while the requester has no credits.
 #[derive(Clone, Copy, Debug)]
