@@ -56,6 +56,10 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("credit_holds"),
     c_str!("limited_probes"),
     c_str!("unsolicited_acks"),
+    c_str!("path_migrations_auto"),
+    c_str!("path_migrations_commanded"),
+    c_str!("path_migrations_by_peer"),
+    c_str!("path_mig_requests_refused"),
     // Memory management extensions, after the transport events.
     c_str!("fast_reg_mrs"),
     c_str!("local_invalidates"),

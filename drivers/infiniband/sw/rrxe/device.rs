@@ -14,6 +14,16 @@ use crate::qp::object::{QpTable, PORT};
 use crate::shared::DeviceShared;
 use crate::srq::{self, SrqTable};
 use crate::transport::qp::context::MAX_RD_ATOMIC;
+
+/// Automatic path migration (IBA 17.2.8), claimed only where the RDMA core lets a RoCE QP
+/// load an alternate path: with the project's core patch, which Kbuild detects
+/// (`rrxe_core_apm`). The core lets a RoCE device load alternate paths only if it claims
+/// this, so on an unpatched core rrxe claims nothing it cannot be given.
+const APM_CAP: b::ib_device_cap_flags = if cfg!(rrxe_core_apm) {
+    b::ib_device_cap_flags_IB_DEVICE_AUTO_PATH_MIG
+} else {
+    0
+};
 use crate::wq;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
@@ -136,8 +146,8 @@ impl RrxeDevice {
                 | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
                 // Fast Register and Local/Remote Invalidate: kernel ULPs (nvme-rdma, iSER,
                 // NFS/RDMA) refuse devices without them.
-                | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS)
-                as u64,
+                | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+                | APM_CAP) as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,
             max_cq: params::MAX_CQ,

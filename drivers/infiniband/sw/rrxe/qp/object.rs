@@ -25,7 +25,7 @@ use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
-use crate::glue::task::{impl_has_task, Task};
+use crate::glue::task::{impl_has_task, now_ns, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::QpMemory;
 use crate::params;
@@ -420,7 +420,7 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
             timeout: alt.timeout,
         });
     }
-    core.io(None, |engine, io, _| engine.modify(&req, io))
+    core.io(None, |engine, io, _| engine.modify(now_ns(), &req, io))
         .map_err(|e| {
             pr_debug!("qp {}: modify refused: {:?}\n", shared.handle.qpn(), e);
             EINVAL

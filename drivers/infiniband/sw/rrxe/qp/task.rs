@@ -145,6 +145,8 @@ impl QpCore {
                 AsyncEvent::QpRequestError => QpEvent::RequestError,
                 AsyncEvent::QpAccessError => QpEvent::AccessError,
                 AsyncEvent::QpFatal => QpEvent::Fatal,
+                AsyncEvent::PathMigrated => QpEvent::PathMigrated,
+                AsyncEvent::PathMigrationFailed => QpEvent::PathMigrationFailed,
                 // The failing WQE's completion reports it.
                 AsyncEvent::RetryExhausted { .. } => continue,
             };

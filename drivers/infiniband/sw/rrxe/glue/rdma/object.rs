@@ -210,6 +210,10 @@ pub(crate) enum QpEvent {
     AccessError,
     /// A QP on an SRQ in the error state will take no more WQEs from it (IBA 10.3.1).
     LastWqeReached,
+    /// The QP migrated to its alternate path (IBA 17.2.8).
+    PathMigrated,
+    /// A migration request did not match the QP's alternate path (IBA 17.2.8).
+    PathMigrationFailed,
 }
 
 /// A queue pair's consumer side, as the driver reaches it: its number and its event
@@ -253,6 +257,8 @@ impl QpHandle {
             QpEvent::RequestError => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
             QpEvent::AccessError => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
             QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            QpEvent::PathMigrated => bindings::ib_event_type_IB_EVENT_PATH_MIG,
+            QpEvent::PathMigrationFailed => bindings::ib_event_type_IB_EVENT_PATH_MIG_ERR,
         };
         let qp = self.as_raw();
         // SAFETY: a live QP (type invariant); its device is fixed at creation.

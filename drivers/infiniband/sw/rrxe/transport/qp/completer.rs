@@ -73,9 +73,13 @@ impl Requester {
 
     /// A response beyond the expected Read response or atomic ACK, or a PSN
     /// sequence error NAK: go back to una, counting one retry, unless this
-    /// loss was already acted upon.
-    fn retry(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
-        if self.retry_guard == Some(self.una) {
+    /// loss was already acted upon. A NAK (`answers_resend`) counts again
+    /// once the request at una went again: the responder NAKs once per loss,
+    /// so a second NAK means the retransmission was lost too. Out-of-place
+    /// responses do not: the answers to requests sent before the go-back
+    /// keep arriving after it, and would count one loss many times.
+    fn retry(&mut self, now: u64, attrs: &QpContext, answers_resend: bool) -> Result<(), Fault> {
+        if self.retry_guard == Some(self.una) && !(answers_resend && self.guard_resent) {
             return Ok(());
         }
         if self.retry_left == 0 {
@@ -93,7 +97,7 @@ impl Requester {
         if self.retry_guard != Some(self.una) {
             self.stats.count(TransportEvent::ImpliedNak);
         }
-        self.retry(now, attrs)
+        self.retry(now, attrs, false)
     }
 
     /// Handles a NAK whose PSN is una, which falls in slot `pos`.
@@ -126,7 +130,7 @@ impl Requester {
             }
             Syndrome::Nak(NakCode::PsnSequenceError) => {
                 self.stats.count(TransportEvent::SeqNakRcvd);
-                return self.retry(now, attrs);
+                return self.retry(now, attrs, true);
             }
             Syndrome::Nak(NakCode::InvalidRequest) => WcStatus::RemInvReqErr,
             Syndrome::Nak(NakCode::RemoteAccessError) => WcStatus::RemAccessErr,

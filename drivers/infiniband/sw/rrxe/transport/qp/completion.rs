@@ -135,13 +135,21 @@ pub enum AsyncEvent {
     QpAccessError,
     /// An error the transport cannot report through a completion.
     QpFatal,
-    /// The transport (`rnr == false`) or RNR retry counter ran out. This is
-    /// where automatic path migration (IBA 17.2.8) will try the alternate
-    /// path; today the WQE completes in error and the QP enters ERR.
+    /// The transport (`rnr == false`) or RNR retry counter ran out with no
+    /// armed alternate path to migrate to: the WQE completed in error and
+    /// the QP entered ERR.
     RetryExhausted {
         /// Whether it was the RNR retry counter.
         rnr: bool,
     },
+    /// The QP migrated to its alternate path (IBA 17.2.8, 11.6.3.1: Path
+    /// Migrated), for any cause: its retries ran out, software commanded
+    /// it, or the peer's migration request arrived.
+    PathMigrated,
+    /// A migration request (MigReq = 1) reached the ARMED QP over a path
+    /// that is not its alternate path: dropped, the state kept (IBA 17.2.8,
+    /// 11.6.3.1: Path Migration Request Failed).
+    PathMigrationFailed,
 }
 
 /// A first-in first-out ring of fixed capacity.

@@ -426,15 +426,22 @@ impl QpContext {
         }
         if let Some(v) = m.path_mig_state {
             let mig = MigState::from_ib(v).ok_or(Bad("path_mig_state"))?;
-            // IBA 17.2.8: software may arm a QP (REARM) or force a migration
-            // (MIGRATED), never declare it armed itself; arming needs an
-            // alternate path to arm.
-            match mig {
-                MigState::Armed => return Err(Bad("path_mig_state")),
-                MigState::Rearm if c.alternate.is_none() => return Err(Bad("path_mig_state")),
-                _ => {}
+            // IBA 17.2.8: software re-arms a migrated QP (MIGRATED to REARM,
+            // with an alternate path to arm) or migrates an armed one (ARMED
+            // to MIGRATED, here: the caller raises the event); asking for
+            // the state the QP is in changes nothing. ARMED is the CA's to
+            // declare, and a QP re-arming cannot be migrated.
+            match (c.mig_state, mig) {
+                (_, MigState::Armed) | (MigState::Armed, MigState::Rearm) => {
+                    return Err(Bad("path_mig_state"))
+                }
+                (MigState::Rearm, MigState::Migrated) => return Err(Bad("path_mig_state")),
+                (_, MigState::Rearm) if c.alternate.is_none() => return Err(Bad("path_mig_state")),
+                (MigState::Armed, MigState::Migrated) => {
+                    c.migrate();
+                }
+                _ => c.mig_state = mig,
             }
-            c.mig_state = mig;
         }
         Ok(c)
     }
@@ -589,6 +596,23 @@ mod tests {
             ..rearm
         };
         assert!(armed.modified(&declare).is_err());
+        let migrate = ModifyQp {
+            path_mig_state: Some(MigState::Migrated.to_ib()),
+            ..rearm
+        };
+        assert!(
+            armed.modified(&migrate).is_err(),
+            "a QP re-arming is not armed yet: nothing to migrate to"
+        );
+        let mut armed = armed;
+        armed.primary.av = Some(PathHandle(0));
+        armed.mig_state = MigState::Armed;
+        assert!(armed.modified(&rearm).is_err(), "already armed");
+        let moved = armed.modified(&migrate).expect("commanded migration");
+        assert_eq!(moved.mig_state, MigState::Migrated);
+        assert_eq!(moved.primary.av, Some(PathHandle(1)));
+        assert_eq!(moved.primary.ack_timeout.code(), 14);
+        assert_eq!(moved.modified(&migrate), Ok(moved), "migrated already");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod completion;
 pub mod context;
 pub mod io;
 pub mod memory;
+pub mod migration;
 pub mod requester;
 pub mod responder;
 pub mod state;
@@ -42,6 +43,7 @@ pub use context::{
 pub use io::{Arrival, Dest, Io, Transmit, COMPLETION_RING, EVENT_RING};
 use io::{Fault, Outputs};
 pub use memory::Memory;
+use migration::{Cause, PathCheck};
 use requester::Requester;
 use responder::Responder;
 pub use state::{QpState, QpType};
@@ -61,6 +63,10 @@ pub struct Qp {
     resp: Responder,
     out: Outputs,
     responder_turn: bool,
+    /// A Path Migration Request Failed event was raised since the QP last
+    /// became ARMED: a peer sending over a wrong path does so with every
+    /// packet, and one event tells the consumer (the counter counts each).
+    mig_failure_reported: bool,
 }
 
 impl Qp {
@@ -76,6 +82,7 @@ impl Qp {
                 events: Ring::new(),
             },
             responder_turn: false,
+            mig_failure_reported: false,
         }
     }
 
@@ -162,11 +169,20 @@ impl Qp {
     /// attributes and every value, then applies all of them or none.
     /// Entering ERR flushes every outstanding WQE with WrFlushErr,
     /// delivered through [`Qp::poll_completion`].
-    pub fn modify(&mut self, m: &ModifyQp, io: &mut Io<'_>) -> Result<(), ModifyError> {
+    ///
+    /// Moving an ARMED QP to MIGRATED migrates it (IBA 17.2.8): the
+    /// alternate path becomes the primary one and unacknowledged requests
+    /// go again over it, with MigReq = 1.
+    pub fn modify(&mut self, now: u64, m: &ModifyQp, io: &mut Io<'_>) -> Result<(), ModifyError> {
         let next = self.ctx.modified(m)?;
         let from = self.ctx.state;
         let to = next.state;
+        let commanded =
+            self.ctx.mig_state == MigState::Armed && next.mig_state == MigState::Migrated;
         self.ctx = next;
+        if commanded {
+            self.migrated(now, Cause::Commanded);
+        }
         if to == from {
             return Ok(());
         }
@@ -212,7 +228,9 @@ impl Qp {
     /// Dropped and counted, before any state changes: a packet of another
     /// transport service than the QP's (IBA 9.6.1, BTH OpCode checks), one
     /// whose P_Key is not the QP's partition (10.9.3), and on a connected
-    /// QP one that did not come over the QP's path (9.6.1.1).
+    /// QP one that did not come over the QP's path (9.6.1.1) or, while
+    /// ARMED, a migration request that did not come over its alternate path
+    /// (17.2.8). One that did migrates the QP first.
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>, arrival: Arrival, io: &mut Io<'_>) {
         if pkt.info.transport != self.ctx.qp_type.transport() {
             return;
@@ -225,12 +243,31 @@ impl Qp {
         }
         if self.ctx.qp_type.is_connected() {
             // Before INIT to RTR a connected QP has no path and takes no packet at all.
-            let Some(path) = self.ctx.primary.av else {
+            let Some(check) = self.ctx.check_path(pkt.bth.mig_req, arrival) else {
                 return;
             };
-            if !arrival.matches(path) {
-                self.req.stats.count(TransportEvent::WrongPath);
-                return;
+            match check {
+                PathCheck::Accept => {
+                    if self.ctx.note_peer_armed(pkt.bth.mig_req) {
+                        self.mig_failure_reported = false;
+                    }
+                }
+                PathCheck::Migrate => {
+                    self.ctx.migrate();
+                    self.migrated(now, Cause::PeerRequest);
+                }
+                PathCheck::Refuse => {
+                    self.req.stats.count(TransportEvent::MigrationRefused);
+                    if !self.mig_failure_reported {
+                        self.mig_failure_reported = true;
+                        let _ = self.out.events.push(AsyncEvent::PathMigrationFailed);
+                    }
+                    return;
+                }
+                PathCheck::WrongPath => {
+                    self.req.stats.count(TransportEvent::WrongPath);
+                    return;
+                }
             }
         }
         let result = if pkt.info.is_response() {
@@ -242,7 +279,7 @@ impl Qp {
         } else {
             Ok(())
         };
-        self.apply(result, io);
+        self.apply(now, result, io);
         self.retire(io);
     }
 
@@ -267,7 +304,7 @@ impl Qp {
                 }
                 Ok(None) => {}
                 Err(fault) => {
-                    self.apply(Err(fault), io);
+                    self.apply(now, Err(fault), io);
                     self.retire(io);
                     // A fatal responder error leaves a NAK to send.
                     return self.resp.poll_transmit(buf, &self.ctx, io).ok().flatten();
@@ -300,7 +337,7 @@ impl Qp {
             return;
         }
         let result = self.req.handle_timeout(now, &self.ctx);
-        self.apply(result, io);
+        self.apply(now, result, io);
         self.retire(io);
     }
 
@@ -345,7 +382,7 @@ impl Qp {
         }
     }
 
-    fn apply(&mut self, result: Result<(), Fault>, io: &mut Io<'_>) {
+    fn apply(&mut self, now: u64, result: Result<(), Fault>, io: &mut Io<'_>) {
         let Err(fault) = result else {
             return;
         };
@@ -356,7 +393,7 @@ impl Qp {
                     self.ctx.state = QpState::Sqe;
                 }
             }
-            Fault::RetryExhausted { rnr } => self.retry_exhausted(rnr, io),
+            Fault::RetryExhausted { rnr } => self.retry_exhausted(now, rnr, io),
             Fault::Internal => {
                 let _ = self.out.events.push(AsyncEvent::QpFatal);
                 self.enter_error(io);
@@ -364,13 +401,18 @@ impl Qp {
         }
     }
 
-    /// A retry counter ran out (IBA 9.7.6.1.3 / 9.7.5.2.8). This is the
-    /// single place automatic path migration will hook into: with an armed
-    /// alternate path it would migrate and retransmit instead. Today the
-    /// WQE holding the oldest unacknowledged PSN completes with
-    /// RetryExcErr or RnrRetryExcErr and the QP enters ERR, flushing the
-    /// rest.
-    fn retry_exhausted(&mut self, rnr: bool, io: &mut Io<'_>) {
+    /// A retry counter ran out (IBA 9.7.6.1.3 / 9.7.5.2.8), whichever
+    /// evidence ran it out: local ACK timeouts, PSN sequence error NAKs or
+    /// implied NAKs. An ARMED QP migrates to its alternate path and retries
+    /// there with a full counter (IBA 17.2.8); RNR retries do not migrate
+    /// (the peer is there, only slow). Otherwise the WQE holding the oldest
+    /// unacknowledged PSN completes with RetryExcErr or RnrRetryExcErr and
+    /// the QP enters ERR, flushing the rest.
+    fn retry_exhausted(&mut self, now: u64, rnr: bool, io: &mut Io<'_>) {
+        if !rnr && self.ctx.migrate() {
+            self.migrated(now, Cause::RetryExhausted);
+            return;
+        }
         self.req.stats.count(if rnr {
             TransportEvent::RnrRetryExceeded
         } else {
@@ -383,6 +425,20 @@ impl Qp {
             WcStatus::RetryExcErr
         });
         self.enter_error(io);
+    }
+
+    /// What follows a migration, whatever its cause (IBA 17.2.8): the
+    /// event, the count, and the requester starting over on the new path.
+    fn migrated(&mut self, now: u64, cause: Cause) {
+        self.req.stats.count(match cause {
+            Cause::RetryExhausted => TransportEvent::MigratedOnRetryExhaustion,
+            Cause::Commanded => TransportEvent::MigratedOnCommand,
+            Cause::PeerRequest => TransportEvent::MigratedOnPeerRequest,
+        });
+        let _ = self.out.events.push(AsyncEvent::PathMigrated);
+        if matches!(self.ctx.state, QpState::Rts | QpState::Sqd) {
+            self.req.restart_on_new_path(now, &self.ctx);
+        }
     }
 
     fn enter_error(&mut self, io: &mut Io<'_>) {

@@ -164,6 +164,10 @@ pub(super) struct Requester {
     /// una at the last NAK-, implied-NAK- or timeout-triggered go-back;
     /// repeated evidence for the same loss is ignored until progress.
     pub(super) retry_guard: Option<Psn>,
+    /// The request at `retry_guard` went again since: a sequence error NAK
+    /// for it now answers the retransmission, and counts (IBA 17.2.8 names
+    /// repeated NAKs for one request as a cause of exhaustion).
+    pub(super) guard_resent: bool,
     pub(super) noack_pkts: u32,
     pub(super) drained_reported: bool,
     /// Events counted since the glue last drained them; a reset keeps them.
@@ -225,6 +229,7 @@ impl Requester {
             probe_due: false,
             holds_expired: 0,
             retry_guard: None,
+            guard_resent: false,
             noack_pkts: 0,
             drained_reported: false,
             stats: QpStats::ZERO,
@@ -264,6 +269,7 @@ impl Requester {
             probe_due,
             holds_expired,
             retry_guard,
+            guard_resent,
             noack_pkts,
             drained_reported,
             stats: _,
@@ -289,6 +295,7 @@ impl Requester {
         *probe_due = FRESH.probe_due;
         *holds_expired = FRESH.holds_expired;
         *retry_guard = FRESH.retry_guard;
+        *guard_resent = FRESH.guard_resent;
         *noack_pkts = FRESH.noack_pkts;
         *drained_reported = FRESH.drained_reported;
     }
@@ -418,10 +425,23 @@ impl Requester {
     pub(super) fn go_back(&mut self, now: u64, attrs: &QpContext) {
         self.send_psn = self.una;
         self.retry_guard = Some(self.una);
+        self.guard_resent = false;
         self.ack_deadline = None;
         if self.una.is_before(self.sent_high) {
             self.arm_ack_timer(now, attrs);
         }
+    }
+
+    /// Starts over on a new path after a migration (IBA 17.2.8): the
+    /// counters are reloaded and every unacknowledged request goes again,
+    /// now over the new path, with MigReq = 1. Packets in flight on the old
+    /// path are lost to the peer once it has migrated (they no longer come
+    /// over its path), so waiting for their ACKs would only cost a timeout.
+    pub(super) fn restart_on_new_path(&mut self, now: u64, attrs: &QpContext) {
+        self.reload_counters(attrs);
+        self.backoff = 0;
+        self.rnr_deadline = None;
+        self.go_back(now, attrs);
     }
 
     pub(super) fn poll_timeout(&self) -> Option<u64> {
@@ -750,6 +770,7 @@ impl Requester {
         let bth = Bth {
             opcode,
             solicited_event: solicited,
+            mig_req: attrs.mig_req(),
             pkey: attrs.pkey(),
             dest_qp,
             ack_req,
@@ -779,6 +800,9 @@ impl Requester {
 
         self.noack_pkts = if ack_req { 0 } else { self.noack_pkts + 1 };
         self.send_psn = next_psn;
+        if self.retry_guard == Some(psn) {
+            self.guard_resent = true;
+        }
         if !retransmission {
             self.sent_high = next_psn;
             // The packet that takes the receive WQE is the one to wait on:

@@ -929,6 +929,7 @@ impl Responder {
         }
         let credit = self.credit_code(attrs, io);
         let bth = Bth {
+            mig_req: attrs.mig_req(),
             pkey: attrs.pkey(),
             dest_qp: attrs.dest_qpn,
             ..Bth::default()

@@ -61,11 +61,22 @@ pub enum TransportEvent {
     /// An unsolicited ACK was sent: the initial credits at INIT to RTR, or a
     /// credit update when receives were posted (IBA 9.7.7.2.4).
     UnsolicitedAck,
+    /// The retry counter ran out with an armed alternate path, and the QP
+    /// migrated to it instead of failing (IBA 17.2.8).
+    MigratedOnRetryExhaustion,
+    /// Software migrated the armed QP (Modify QP to MIGRATED).
+    MigratedOnCommand,
+    /// The peer's migration request (MigReq = 1 over the alternate path)
+    /// migrated the armed QP.
+    MigratedOnPeerRequest,
+    /// A migration request that did not come over the alternate path was
+    /// dropped (IBA 17.2.8, Path Migration Request Failed).
+    MigrationRefused,
 }
 
 impl TransportEvent {
     /// Number of events.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 22;
 
     /// Every event, in discriminant order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -87,6 +98,10 @@ impl TransportEvent {
         Self::CreditHeld,
         Self::LimitedProbe,
         Self::UnsolicitedAck,
+        Self::MigratedOnRetryExhaustion,
+        Self::MigratedOnCommand,
+        Self::MigratedOnPeerRequest,
+        Self::MigrationRefused,
     ];
 }
 

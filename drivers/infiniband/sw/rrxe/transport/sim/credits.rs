@@ -123,15 +123,15 @@ fn initial_unsolicited_ack_reports_posted_receives_at_epsn_minus_one() {
     let mut p = Pair::unconnected(setup, 1, Link::PERFECT);
     for i in 0..2 {
         let [init, rtr, rts] = connect_steps(setup, i);
-        p.nodes[i].modify(init);
+        p.nodes[i].modify(p.now, init);
         if i == B {
             // Six: a value of table 17-8 (five would be reported as four).
             for r in 0..6 {
                 p.nodes[B].post_recv(r, 1024);
             }
         }
-        p.nodes[i].modify(rtr);
-        p.nodes[i].modify(rts);
+        p.nodes[i].modify(p.now, rtr);
+        p.nodes[i].modify(p.now, rts);
     }
     p.run_until(1000, |_| false);
     let b = responses(&p, B);

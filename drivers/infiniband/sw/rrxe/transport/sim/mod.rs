@@ -9,6 +9,7 @@
 //! packet arrival or QP deadline. A run is a pure function of its seed.
 
 mod credits;
+mod migration;
 mod tests;
 
 use super::aeth::Syndrome;
@@ -18,7 +19,7 @@ use super::qp::completion::{AsyncEvent, Completion};
 use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
 use super::qp::{
-    AccessFlags, Arrival, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
+    AccessFlags, Arrival, Dest, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
     MAX_PACKET_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
@@ -318,8 +319,9 @@ impl Node {
         f(&mut self.qp, &mut io)
     }
 
-    pub fn modify(&mut self, m: ModifyQp) {
-        self.with(|qp, io| qp.modify(&m, io)).expect("modify");
+    /// Applies `m` at time `now`.
+    pub fn modify(&mut self, now: u64, m: ModifyQp) {
+        self.with(|qp, io| qp.modify(now, &m, io)).expect("modify");
     }
 
     /// Posts a send WQE with `data` as its local buffer; returns its index.
@@ -419,6 +421,8 @@ struct Flight {
     at: u64,
     seq: u64,
     to: usize,
+    /// The path (wire) it travels: its arrival at the other end.
+    path: PathHandle,
     bytes: Vec<u8>,
 }
 
@@ -450,6 +454,9 @@ impl Setup {
     }
 }
 
+/// A fault of the wires: true for each packet they lose.
+pub type WireFault = std::boxed::Box<dyn Fn(&Wire) -> bool>;
+
 /// A packet as it left a node, for tests that check what went on the wire.
 #[derive(Clone, Copy, Debug)]
 pub struct Wire {
@@ -462,6 +469,10 @@ pub struct Wire {
     pub request: bool,
     pub psn: u32,
     pub ack_req: bool,
+    /// BTH MigReq.
+    pub mig_req: bool,
+    /// The path (wire) it was sent on.
+    pub path: PathHandle,
     /// AETH syndrome and MSN.
     pub aeth: Option<(Syndrome, Msn)>,
     /// Receive WQEs posted at the sender when it sent the packet.
@@ -479,6 +490,11 @@ pub struct Pair {
     pub rng: XorShift,
     /// Impairments of the A->B and B->A directions.
     pub links: [Link; 2],
+    /// The second wire, which path [`ALT_PATH`] takes: A->B and B->A.
+    pub alt_links: [Link; 2],
+    /// A fault of the wires themselves (a link down, a dead path): a
+    /// packet for which it returns true is lost, whatever the link's odds.
+    pub wire_fault: Option<WireFault>,
     flights: Vec<Flight>,
     seq: u64,
     /// Packets put on the wire by each node (before impairment).
@@ -493,8 +509,10 @@ pub const A: usize = 0;
 pub const B: usize = 1;
 pub const QPN: [u32; 2] = [0x11, 0x22];
 pub const QKEY: u32 = 0x1234_5678;
-/// The handle of each node's one path.
+/// The handle of each node's primary path (the first wire).
 pub const PATH: PathHandle = PathHandle(0);
+/// The handle of each node's alternate path (the second wire).
+pub const ALT_PATH: PathHandle = PathHandle(1);
 
 /// The Modify QP calls that bring node `i` of a pair from RESET to RTS,
 /// with exactly the attributes the transition table asks of its type.
@@ -558,6 +576,8 @@ impl Pair {
             alarms: Vec::new(),
             rng: XorShift::new(seed),
             links: [link; 2],
+            alt_links: [link; 2],
+            wire_fault: None,
             flights: Vec::new(),
             seq: 0,
             sent: [0; 2],
@@ -571,7 +591,7 @@ impl Pair {
     pub fn bring_up(&mut self, setup: Setup) {
         for i in 0..2 {
             for m in connect_steps(setup, i) {
-                self.nodes[i].modify(m);
+                self.nodes[i].modify(self.now, m);
             }
         }
     }
@@ -594,17 +614,31 @@ impl Pair {
                 let bytes = self.buf[..t.len].to_vec();
                 let pkt = packet::parse(&bytes, None).expect("engine emitted a malformed packet");
                 let node = &self.nodes[from];
-                self.wire.push(Wire {
+                let path = match t.dest {
+                    Dest::Path(h) => h,
+                    Dest::Ah(_) => PATH,
+                };
+                let wire = Wire {
                     at: now,
                     from,
                     opcode: pkt.info.opcode,
                     request: pkt.info.is_request(),
                     psn: pkt.bth.psn.get(),
                     ack_req: pkt.bth.ack_req,
+                    mig_req: pkt.bth.mig_req,
+                    path,
                     aeth: pkt.ext.aeth.map(|a| (a.syndrome, a.msn)),
                     rq_posted: node.rq.queue.len() as u32,
-                });
-                let link = self.links[from];
+                };
+                self.wire.push(wire);
+                if self.wire_fault.as_ref().is_some_and(|fault| fault(&wire)) {
+                    continue;
+                }
+                let link = if path == ALT_PATH {
+                    self.alt_links[from]
+                } else {
+                    self.links[from]
+                };
                 let departs = now.max(self.free_at[from]);
                 self.free_at[from] = departs + link.gap;
                 let copies = if self.rng.chance(link.dup) { 2 } else { 1 };
@@ -621,6 +655,7 @@ impl Pair {
                         at,
                         seq: self.seq,
                         to: 1 - from,
+                        path,
                         bytes: bytes.clone(),
                     });
                 }
@@ -656,8 +691,8 @@ impl Pair {
                 pkt.payload.len()
             );
         }
-        // Both nodes' packets come over their one path.
-        let arrival = Arrival::NONE.with(PATH);
+        // A wire joins the same path handle at both ends.
+        let arrival = Arrival::NONE.with(f.path);
         self.nodes[f.to].with(|qp, io| qp.handle_packet(now, &pkt, arrival, io));
         true
     }

@@ -21,7 +21,7 @@ mod crate_paths {
 
 /// One work request of a scenario.
 #[derive(Clone, Copy, Debug)]
-enum Op {
+pub(super) enum Op {
     Send(u32),
     SendImm(u32),
     Write(u32),
@@ -53,7 +53,7 @@ fn random_len(rng: &mut XorShift) -> u32 {
     }
 }
 
-fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
+pub(super) fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
     (0..n)
         .map(|_| match rng.below(8) {
             0 => Op::Send(random_len(rng)),
@@ -72,8 +72,8 @@ fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
 }
 
 /// What a scenario run found.
-struct Outcome {
-    pair: Pair,
+pub(super) struct Outcome {
+    pub(super) pair: Pair,
     ops: Vec<Op>,
     sources: Vec<Vec<u8>>,
     /// Expected original value returned by each atomic, by op index.
@@ -83,19 +83,37 @@ struct Outcome {
 
 /// Posts `ops` on A towards B and runs to completion.
 fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) -> Outcome {
-    let mut pair = Pair::connect(setup, seed, link);
+    let pair = Pair::connect(setup, seed, link);
+    let o = post_ops(pair, seed, ops, !recvs_late);
+    let mut pair = o.pair;
+    if recvs_late {
+        // Let the requester run into RNR NAKs first.
+        pair.run_until(5_000_000, |p| p.now > 3_000_000);
+        for r in 0..consuming(&o.ops) {
+            pair.nodes[B].post_recv(r as u64, RECV_LEN);
+        }
+    }
+    finish_ops(Outcome { pair, ..o })
+}
+
+/// The receive WQEs `ops` consume.
+fn consuming(ops: &[Op]) -> usize {
+    ops.iter()
+        .filter(|op| matches!(op, Op::Send(_) | Op::SendImm(_) | Op::WriteImm(_)))
+        .count()
+}
+
+/// Posts `ops` on A towards B (and, with `recvs`, the receives they
+/// consume on B), without running them.
+pub(super) fn post_ops(mut pair: Pair, seed: u64, ops: Vec<Op>, recvs: bool) -> Outcome {
     let mut rng = XorShift::new(seed.rotate_left(17));
     pair.nodes[B].add_region(
         COUNTER_RKEY,
         COUNTER_VA,
         COUNTER_INIT.to_le_bytes().to_vec(),
     );
-    let consuming = ops
-        .iter()
-        .filter(|op| matches!(op, Op::Send(_) | Op::SendImm(_) | Op::WriteImm(_)))
-        .count();
-    if !recvs_late {
-        for r in 0..consuming {
+    if recvs {
+        for r in 0..consuming(&ops) {
             pair.nodes[B].post_recv(r as u64, RECV_LEN);
         }
     }
@@ -167,14 +185,26 @@ fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) 
         wqe.length = len;
         pair.nodes[A].post_send(wqe, local);
     }
-    let n = ops.len();
-    if recvs_late {
-        // Let the requester run into RNR NAKs first.
-        pair.run_until(5_000_000, |p| p.now > 3_000_000);
-        for r in 0..consuming {
-            pair.nodes[B].post_recv(r as u64, RECV_LEN);
-        }
+    Outcome {
+        pair,
+        ops,
+        sources,
+        atomic_orig,
+        counter,
     }
+}
+
+/// Runs posted ops to completion (or to the first failure).
+pub(super) fn finish_ops(o: Outcome) -> Outcome {
+    let Outcome {
+        mut pair,
+        ops,
+        sources,
+        atomic_orig,
+        counter,
+    } = o;
+    let n = ops.len();
+    let consuming = consuming(&ops);
     let settled = pair.run_until(20_000_000, |p| {
         let a_done = p.nodes[A].send_completions().len() == n;
         let failed = p.nodes[A]
@@ -197,7 +227,7 @@ fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) 
 /// RetryExcErr (legitimate under heavy random loss: the retry counter
 /// allows only seven consecutive fruitless retries); everything before it
 /// must still be exact.
-fn check(o: &Outcome, allow_retry_exc: bool) -> Result<(), String> {
+pub(super) fn check(o: &Outcome, allow_retry_exc: bool) -> Result<(), String> {
     let a = &o.pair.nodes[A];
     let b = &o.pair.nodes[B];
     let sends = a.send_completions();
@@ -969,10 +999,13 @@ fn modify_to_error_flushes_both_queues() {
         );
     }
     p.step();
-    p.nodes[A].modify(ModifyQp {
-        state: Some(QpState::Err),
-        ..ModifyQp::default()
-    });
+    p.nodes[A].modify(
+        p.now,
+        ModifyQp {
+            state: Some(QpState::Err),
+            ..ModifyQp::default()
+        },
+    );
     p.step();
     let c: Vec<_> = p.nodes[A]
         .completions
@@ -993,7 +1026,7 @@ fn modify_to_error_flushes_both_queues() {
 #[test]
 fn modify_validates_transitions_and_attributes() {
     let mut n = Node::new(QpType::Rc, 1);
-    let modify = |n: &mut Node, m: ModifyQp| n.with(|qp, io| qp.modify(&m, io));
+    let modify = |n: &mut Node, m: ModifyQp| n.with(|qp, io| qp.modify(0, &m, io));
     let to = |state| ModifyQp {
         state: Some(state),
         ..ModifyQp::default()
@@ -1165,9 +1198,9 @@ fn modify_validates_transitions_and_attributes() {
     let mut on_srq = Node::new(QpType::Rc, 2);
     on_srq.rq.shared = true;
     for m in connect_steps(Setup::rc(), A) {
-        on_srq.modify(m);
+        on_srq.modify(0, m);
     }
-    on_srq.modify(to(QpState::Err));
+    on_srq.modify(0, to(QpState::Err));
     on_srq.drain();
     assert!(on_srq.events.contains(&AsyncEvent::LastWqeReached));
     // UD needs a Q_Key to leave RESET, and takes no path.
