@@ -10,7 +10,7 @@
 # Fabrics target (nvmeof-peer.sh, for side A's nvmeof.sh).
 here=$(dirname "$0")
 rc=0
-for t in foundation-peer.sh verbs-peer.sh srq-peer.sh qp-peer.sh credits-peer.sh mcast-peer.sh reliability-peer.sh nvmeof-peer.sh; do
+for t in foundation-peer.sh verbs-peer.sh srq-peer.sh qp-peer.sh credits-peer.sh mcast-peer.sh apm-peer.sh reliability-peer.sh nvmeof-peer.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1
