@@ -31,6 +31,10 @@
  *     Local Invalidate, Send with Invalidate, and Fast Registers that must fail.
  *  7. SGE lists at odd offsets and lengths through the local DMA L_Key, and a
  *     receive buffer too small for the message.
+ *  8. Path migration (IBA 17.2.8) on devices that claim IB_DEVICE_AUTO_PATH_MIG:
+ *     both QPs load an alternate path and re-arm, arm on each other's traffic,
+ *     A migrates by command and B follows; both event handlers must get
+ *     IB_EVENT_PATH_MIG, and data must flow before and after.
  *
  * Every wait is bounded (KV_WAIT_MS), so a device that loses a completion or
  * an event gives a "not ok". A handler that does not return within KV_WAIT_MS
@@ -2337,6 +2341,114 @@ static void kv_teardown(struct kv_ctx *c)
 		ib_device_put(c->dev);
 }
 
+/* 8. Path migration events. */
+
+struct kv_t8 {
+	atomic_t mig, mig_err, others;
+};
+
+static void kv_t8_event(struct ib_event *ev, void *ctx)
+{
+	struct kv_t8 *t = ctx;
+
+	if (ev->event == IB_EVENT_PATH_MIG)
+		atomic_inc(&t->mig);
+	else if (ev->event == IB_EVENT_PATH_MIG_ERR)
+		atomic_inc(&t->mig_err);
+	else
+		atomic_inc(&t->others);
+}
+
+/* Loads the alternate path (in loopback, the same GID pair) and re-arms. */
+static int kv_t8_rearm(struct kv_ctx *c, struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_RTS,
+		.alt_port_num = KV_PORT,
+		.alt_pkey_index = 0,
+		.alt_timeout = 14,
+		.path_mig_state = IB_MIG_REARM,
+	};
+
+	a.alt_ah_attr.type = rdma_ah_find_type(c->dev, KV_PORT);
+	rdma_ah_set_port_num(&a.alt_ah_attr, KV_PORT);
+	rdma_ah_set_grh(&a.alt_ah_attr, &c->gid, 0, c->sgid->index, 64, 0);
+	memcpy(a.alt_ah_attr.roce.dmac, c->mac, ETH_ALEN);
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_ALT_PATH |
+			    IB_QP_PATH_MIG_STATE);
+}
+
+static int kv_t8_mig_state(struct ib_qp *qp)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr a;
+
+	if (ib_query_qp(qp, &a, IB_QP_PATH_MIG_STATE | IB_QP_ALT_PATH, &init))
+		return -1;
+	return a.path_mig_state;
+}
+
+static void kv_t8_path_migration(struct kv_ctx *c)
+{
+	struct kv_t8 *t = kcalloc(2, sizeof(*t), GFP_KERNEL);
+	struct kv_qp_opts oa = { .event = kv_t8_event }, ob = oa;
+	struct ib_qp_attr mig = {
+		.qp_state = IB_QPS_RTS,
+		.path_mig_state = IB_MIG_MIGRATED,
+	};
+	struct kv_buf sb = {}, rb = {};
+	struct kv_pair p = {};
+	unsigned long end;
+	bool ok;
+
+	if (!(c->dev->attrs.device_cap_flags & IB_DEVICE_AUTO_PATH_MIG)) {
+		kv_skip(c, "path migration",
+			"the device does not claim IB_DEVICE_AUTO_PATH_MIG");
+		kfree(t);
+		return;
+	}
+	if (!t || kv_buf_alloc(c, &sb, 64) || kv_buf_alloc(c, &rb, 64)) {
+		kv_report(c, false, "path migration: allocate");
+		goto out;
+	}
+	oa.event_ctx = &t[0];
+	ob.event_ctx = &t[1];
+	if (!kv_report(c, !kv_pair_create(c, c->pd, &p, &oa, &ob),
+		       "path migration: QP pair in RTS"))
+		goto out;
+	ok = !kv_t8_rearm(c, p.s[0].qp) && !kv_t8_rearm(c, p.s[1].qp);
+	kv_report(c, ok, "path migration: ib_modify_qp(IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE=REARM) on both QPs");
+	ok = ok && kv_send_check(c, &p.s[0], &p.s[1], &sb, &rb, 80) &&
+	     kv_send_check(c, &p.s[1], &p.s[0], &sb, &rb, 82);
+	kv_report(c, ok && kv_t8_mig_state(p.s[0].qp) == IB_MIG_ARMED &&
+		  kv_t8_mig_state(p.s[1].qp) == IB_MIG_ARMED,
+		  "path migration: both QPs ARMED after traffic both ways");
+	ok = ok && !ib_modify_qp(p.s[0].qp, &mig, IB_QP_STATE | IB_QP_PATH_MIG_STATE);
+	ok = ok && kv_send_check(c, &p.s[0], &p.s[1], &sb, &rb, 84);
+	kv_report(c, ok, "path migration: A migrated by command, a Send after it verified");
+	end = jiffies + msecs_to_jiffies(KV_WAIT_MS);
+	while ((atomic_read(&t[0].mig) < 1 || atomic_read(&t[1].mig) < 1) &&
+	       time_before(jiffies, end))
+		msleep(20);
+	if (atomic_read(&t[0].others) || atomic_read(&t[1].others) ||
+	    atomic_read(&t[0].mig_err) || atomic_read(&t[1].mig_err))
+		kv_info("other QP events: A %d, B %d; PATH_MIG_ERR: A %d, B %d",
+			atomic_read(&t[0].others), atomic_read(&t[1].others),
+			atomic_read(&t[0].mig_err), atomic_read(&t[1].mig_err));
+	kv_report(c, atomic_read(&t[0].mig) == 1 && atomic_read(&t[1].mig) == 1 &&
+		  !atomic_read(&t[0].mig_err) && !atomic_read(&t[1].mig_err),
+		  "path migration: IB_EVENT_PATH_MIG delivered to both QPs' handlers once (A %d, B %d)",
+		  atomic_read(&t[0].mig), atomic_read(&t[1].mig));
+	kv_report(c, kv_t8_mig_state(p.s[0].qp) == IB_MIG_MIGRATED &&
+		  kv_t8_mig_state(p.s[1].qp) == IB_MIG_MIGRATED,
+		  "path migration: ib_query_qp reports both MIGRATED");
+out:
+	kv_pair_destroy(&p);
+	kv_buf_free(c, &rb);
+	kv_buf_free(c, &sb);
+	kfree(t);
+}
+
 struct kv_test {
 	const char *name;
 	void (*fn)(struct kv_ctx *c);
@@ -2352,6 +2464,7 @@ static const struct kv_test kv_tests[] = {
 	{ "post_send racing a modify to RESET", kv_t5_race, 600 },
 	{ "fast-register MRs", kv_t6_frmr, KV_TEST_S },
 	{ "SGE lists and a short receive buffer", kv_t7_sge, KV_TEST_S },
+	{ "path migration events", kv_t8_path_migration, KV_TEST_S },
 };
 
 struct kv_run {
