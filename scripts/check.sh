@@ -101,7 +101,7 @@ vm_boot() {
 	done
 	echo "== VM: $title (two $variant VMs joined by a wire)"
 	# The debug kernel under TCG is slow: leave room for a loaded machine.
-	scripts/vm.sh --variant "$variant" --two --timeout 3600 --out "$out" \
+	scripts/vm.sh --variant "$variant" --two --timeout 4500 --out "$out" \
 		"${mods[@]}" --allow-splat \
 		--pcap "$out/wire.pcap" --cmd "$cmd_a" --cmd-b "$cmd_b" >"$results/$name.log" 2>&1
 	local vm_rc=$?

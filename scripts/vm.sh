@@ -189,7 +189,10 @@ qemu_args() {
 	# acpi=noirq: PCI interrupt routing without ACPI _PRT evaluation, ~0.5 s faster under TCG.
 	# no_timer_check: a loaded host can delay TCG timer ticks enough that the IO-APIC timer
 	# check panics at boot ("IO-APIC + timer doesn't work").
-	append+=" acpi=noirq no_timer_check init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on$append_extra"
+	# tsc=reliable: the same delays make the clocksource watchdog see TSC skew and switch
+	# the guest to the emulated HPET, every clock read then an MMIO exit: a debug guest ran
+	# its remaining tests twice as slowly after the switch.
+	append+=" acpi=noirq no_timer_check tsc=reliable init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on$append_extra"
 	args=(
 		qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G
 		-nodefaults -no-user-config -nic none -display none -no-reboot
