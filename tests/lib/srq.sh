@@ -21,8 +21,9 @@ srq_pp_client() {
 	shift
 	while :; do
 		# The bound only ends a hang: 16 QPs x 500 exchanges between two debug guests once
-		# took over 120 s while the host was busy.
-		timeout 300 ibv_srq_pingpong "$@" "$host" >"$log" 2>&1 && { cat "$log"; return 0; }
+		# took over 120 s while the host was busy, and over 300 s on a host running at half
+		# its usual speed. The server side waits 900 s too.
+		timeout 900 ibv_srq_pingpong "$@" "$host" >"$log" 2>&1 && { cat "$log"; return 0; }
 		if ! grep -q "Couldn't connect" "$log" || [ $tries -ge 20 ]; then
 			cat "$log"
 			return 1
