@@ -84,16 +84,15 @@ pub(super) struct Outcome {
 /// Posts `ops` on A towards B and runs to completion.
 fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) -> Outcome {
     let pair = Pair::connect(setup, seed, link);
-    let o = post_ops(pair, seed, ops, !recvs_late);
-    let mut pair = o.pair;
+    let mut o = post_ops(pair, seed, ops, !recvs_late);
     if recvs_late {
         // Let the requester run into RNR NAKs first.
-        pair.run_until(5_000_000, |p| p.now > 3_000_000);
+        o.pair.run_until(5_000_000, |p| p.now > 3_000_000);
         for r in 0..consuming(&o.ops) {
-            pair.nodes[B].post_recv(r as u64, RECV_LEN);
+            o.pair.nodes[B].post_recv(r as u64, RECV_LEN);
         }
     }
-    finish_ops(Outcome { pair, ..o })
+    finish_ops(o)
 }
 
 /// The receive WQEs `ops` consume.
@@ -195,17 +194,10 @@ pub(super) fn post_ops(mut pair: Pair, seed: u64, ops: Vec<Op>, recvs: bool) -> 
 }
 
 /// Runs posted ops to completion (or to the first failure).
-pub(super) fn finish_ops(o: Outcome) -> Outcome {
-    let Outcome {
-        mut pair,
-        ops,
-        sources,
-        atomic_orig,
-        counter,
-    } = o;
-    let n = ops.len();
-    let consuming = consuming(&ops);
-    let settled = pair.run_until(20_000_000, |p| {
+pub(super) fn finish_ops(mut o: Outcome) -> Outcome {
+    let n = o.ops.len();
+    let consuming = consuming(&o.ops);
+    let settled = o.pair.run_until(20_000_000, |p| {
         let a_done = p.nodes[A].send_completions().len() == n;
         let failed = p.nodes[A]
             .send_completions()
@@ -213,14 +205,8 @@ pub(super) fn finish_ops(o: Outcome) -> Outcome {
             .any(|c| c.status != WcStatus::Success);
         a_done && (failed || p.nodes[B].recv_completions().len() == consuming)
     });
-    assert!(settled, "simulation stalled at t={} ns", pair.now);
-    Outcome {
-        pair,
-        ops,
-        sources,
-        atomic_orig,
-        counter,
-    }
+    assert!(settled, "simulation stalled at t={} ns", o.pair.now);
+    o
 }
 
 /// Checks a finished scenario. With `allow_retry_exc`, the run may end in
