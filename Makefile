@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module run check bench test-host lint clean
+.PHONY: all deps kernel module run check soak bench test-host lint clean
 
 all: module
 
@@ -41,6 +41,10 @@ run:
 
 check:
 	@scripts/check.sh
+
+# make check with the long variants of the VM tests (hours, not minutes).
+soak:
+	@RRXE_SOAK=1 scripts/check.sh
 
 # A benchmark, not a test: perftest on rrxe and rdma_rxe in one boot, with ratios.
 bench:

@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make check`: every host and VM test, on the debug kernel. Installs and builds what is
 # missing first. Ends with one line `N passed, N failed` counting all tests together.
+# `make soak` (RRXE_SOAK=1): the same, with the long variants of the VM tests (every
+# impairment of the RC reliability tests on its own, 1,000-message credit rounds, every
+# multicast direction, perftest in loopback on the debug kernel, longer SRQ pingpongs);
+# make check skips those, each skip naming make soak.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,10 +103,12 @@ vm_boot() {
 	for m in drivers/infiniband/sw/rrxe/rrxe.ko tests/kverbs/rrxe_kverbs_test.ko; do
 		[ -f "$m" ] && mods+=(--module "$m")
 	done
+	local tmo=4500 soak=()
+	[ "${RRXE_SOAK:-0}" = 1 ] && tmo=10800 soak=(--env RRXE_SOAK=1)
 	echo "== VM: $title (two $variant VMs joined by a wire)"
 	# The debug kernel under TCG is slow: leave room for a loaded machine.
-	scripts/vm.sh --variant "$variant" --two --timeout 4500 --out "$out" \
-		"${mods[@]}" --allow-splat \
+	scripts/vm.sh --variant "$variant" --two --timeout "$tmo" --out "$out" \
+		"${mods[@]}" "${soak[@]}" --allow-splat \
 		--pcap "$out/wire.pcap" --cmd "$cmd_a" --cmd-b "$cmd_b" >"$results/$name.log" 2>&1
 	local vm_rc=$?
 	count_tap "$out/a.out" "$name vm-a"

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for the SRQ tests (sourced).
 
+# Exchanges per QP of the two-VM ibv_srq_pingpong (16 QPs), the same on both sides: 100 in
+# make check, 500 in make soak (tap.sh's soak; both scripts source tap.sh first).
+if soak; then SRQ_WIRE_N=500; else SRQ_WIRE_N=100; fi
+
 # The GID index of rrxe0's RoCEv2 entry for IPv4 address $1.
 gid_index() {
 	local hex f

@@ -15,11 +15,14 @@ scripts/check.sh counts: `ok ` passes, `not ok ` fails, `ok ... # SKIP` is neith
                                   errnos if any are given; else AssertionError
     skip(desc, reason)            "ok N - desc # SKIP reason"
     diag(text)                    "# text", one line per line: figures, not checks
+    SOAK                          whether this is `make soak` (RRXE_SOAK=1): the long
+                                  variants of a test; `make check` runs the short ones
     sys.exit(tap.done())          "1..N", then "# totals: P passed, F failed, S skipped";
                                   returns the exit status, 1 if anything failed
 
 Every line is flushed as it is printed. The counters live here, one stream per process.
 """
+import os
 import sys
 import traceback
 
@@ -28,6 +31,10 @@ try:
     _VERBS_ERRORS = (PyverbsRDMAError, PyverbsError, OSError)
 except ImportError:  # a host without pyverbs: only OS errors
     _VERBS_ERRORS = (OSError,)
+
+SOAK = os.environ.get("RRXE_SOAK") == "1"
+# Why `make check` skips a soak-only check.
+SOAK_ONLY = "soak only (make soak: RRXE_SOAK=1); make check runs the other rounds"
 
 _n = 0
 _failed = 0

@@ -7,12 +7,17 @@
 #   check_fails DESC CMD... CMD must fail
 #   skip DESC REASON        report a skip with its reason
 #   tap_end                 print the plan and the totals; exit 1 if anything failed
+#   soak                    true in `make soak` (RRXE_SOAK=1), which runs the long variants
 
 TAP_N=0
 TAP_PASS=0
 TAP_FAIL=0
 TAP_SKIP=0
 TAP_LOG=${TAP_LOG:-/tmp/tap-cmd.log}
+
+soak() {
+	[ "${RRXE_SOAK:-0}" = 1 ]
+}
 
 tap_begin() {
 	echo "TAP version 13"

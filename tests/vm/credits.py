@@ -41,9 +41,11 @@ import roce_sniff  # noqa: E402
 import tap  # noqa: E402
 from tap import report  # noqa: E402
 
-N = int(os.environ.get("CREDITS_N", "1000"))
+# make soak sends 1,000; make check 300, which show the same (each Send is a round trip
+# with the slow receiver, so the count sets the time).
+N = int(os.environ.get("CREDITS_N", "1000" if tap.SOAK else "300"))
 # rdma_rxe's round only shows the transfer completing: fewer messages do.
-N_RXE = int(os.environ.get("CREDITS_N_RXE", "300"))
+N_RXE = int(os.environ.get("CREDITS_N_RXE", "300" if tap.SOAK else "100"))
 SIZE = 4096
 DEPTH = 2
 DELAY = 0.002
@@ -248,6 +250,24 @@ def acks_to(pkts, src, qpn):
     return [p for p in pkts if p["src"] == src and p["qp"] == qpn and "aeth" in p]
 
 
+def refused_sends(pkts, host, fig):
+    """B's RNR NAKs in a round, each as (SSN of the Send refused, the highest LSN that B's
+    ACKs had announced before it). A's Sends are SIZE / 1024 packets each from the PSN A
+    started at, so a NAK's PSN names its message; an ACK's MSN + credits (IBA 9.7.7.2,
+    table 17-8) is the last SSN B has a receive for."""
+    per_msg = SIZE // 1024
+    lsn, refused = 0, []
+    for p in pkts:
+        if p["src"] != host or p["qp"] != fig["qpn"] or "aeth" not in p:
+            continue
+        a = p["aeth"]
+        if a["type"] == "ack" and a["value"] != roce_sniff.NO_CREDIT_INFO:
+            lsn = max(lsn, a["msn"] + roce_sniff.CREDITS[a["value"]])
+        elif a["type"] == "rnr":
+            refused.append((((p["psn"] - fig["psn"]) & 0xFFFFFF) // per_msg + 1, lsn))
+    return refused
+
+
 def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY):
     """One slow-receiver round; returns (figures, pkts) or None if it could not run."""
     offset = os.path.getsize(PCAP) if os.path.exists(PCAP) else None
@@ -280,7 +300,8 @@ def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY):
     report(ok, f"{name}: {n} Sends of {SIZE} B into {depth} receive(s) reposted after "
                f"{delay * 1000:g} ms arrive in order, data verified",
            f"{len(statuses)} completed, statuses {sorted(set(statuses))}, B: {b['errors']}")
-    fig = {"elapsed": elapsed, "a": a, "b": b["counters"], "qpn": mine["qpn"]}
+    fig = {"elapsed": elapsed, "a": a, "b": b["counters"], "qpn": mine["qpn"],
+           "psn": mine["psn"]}
     tap.diag(f"{name}: {elapsed:.2f} s; B sent {b['counters']['rnr_naks_sent']} RNR NAKs and "
              f"{b['counters']['unsolicited_acks']} unsolicited ACKs; A held {a['credit_holds']} "
              f"times, probed {a['limited_probes']}, sent {a['sent_pkts']} packets "
@@ -317,14 +338,21 @@ def client(dev, gid_index, host, port, rxe_peer):
         else:
             on, on_pkts = slow_round(side, peer, "credits on", True, N, DEPTH)
             off, off_pkts = slow_round(side, peer, "credits off", False, N, DEPTH)
-            report(on["b"]["rnr_naks_sent"] <= N // 100,
-                   f"credits on: B sent at most {N // 100} RNR NAKs "
-                   f"({on['b']['rnr_naks_sent']})", str(on))
+            # How many RNR NAKs credits leave depends on the hosts: A holds a Send that
+            # is past its credits for at most 64 ms, then probes with it, and B refuses the
+            # probe if its next receive is later than that (B's period per message in a
+            # debug guest is close to it, and a loaded host stretches it). What never
+            # depends on timing is checked on the wire below: B refuses no Send its credits
+            # promised, A sends past them only as a probe.
+            tap.diag(f"credits on: {on['b']['rnr_naks_sent']} RNR NAKs for {N} Sends, "
+                     f"{on['a']['limited_probes']} probes after {on['a']['credit_holds']} "
+                     f"holds")
             report(on["a"]["credit_holds"] > 0 and on["b"]["unsolicited_acks"] > 0,
                    "credits on: A held Sends back for credits and B's unsolicited ACKs "
                    "released them (counted in rdma statistic)", f"{on['a']} {on['b']}")
-            report(off["b"]["rnr_naks_sent"] >= max(10 * on["b"]["rnr_naks_sent"], N // 10),
-                   f"credits off: the RNR NAK storm credits prevent "
+            report(off["b"]["rnr_naks_sent"] >= N // 10
+                   and off["b"]["rnr_naks_sent"] > on["b"]["rnr_naks_sent"],
+                   f"credits off: the RNR NAK storm credits prevent, at least {N // 10} "
                    f"({off['b']['rnr_naks_sent']} RNR NAKs against "
                    f"{on['b']['rnr_naks_sent']})", str(off))
             tap.diag(f"slow receiver, {N} x {SIZE} B, {DEPTH} receives: credits on "
@@ -343,11 +371,21 @@ def client(dev, gid_index, host, port, rxe_peer):
                        f"on the wire, credits on: every ACK carries a real credit code within "
                        f"0..{DEPTH}, the receive queue's depth, reaching both 0 and more",
                        f"{len(vals)} ACKs, codes {sorted(set(vals))}")
+                refused = refused_sends(on_pkts, host, on)
+                promised = [(ssn, lsn) for ssn, lsn in refused if ssn <= lsn]
+                report(not promised and len({ssn for ssn, _ in refused})
+                       <= on["a"]["limited_probes"],
+                       f"... B refused no Send its credits had promised, and only Sends A "
+                       f"sent past its credits as probes ({len(refused)} RNR NAKs, "
+                       f"{on['a']['limited_probes']} probes)",
+                       f"refused within credits (SSN, LSN): {promised[:10]}; refused SSNs "
+                       f"{sorted({ssn for ssn, _ in refused})[:20]}")
                 msns = [p["aeth"]["msn"] for p in acks if p["opcode"] == 0x11]
                 report(msns and msns == sorted(msns) and msns[-1] == N & 0xFFFFFF,
                        f"... their MSNs climb to {N}, one per message", str(msns[-3:]))
                 # An unsolicited ACK repeats the PSN of the ACK before it (IBA 9.7.7.2.4).
-                plain = [p for p in acks if p["opcode"] == 0x11]
+                # RNR NAKs (an Acknowledge too) carry the refused PSN, not the last ACKed.
+                plain = [p for p in acks if p["opcode"] == 0x11 and p["aeth"]["type"] == "ack"]
                 dup = sum(1 for a, b in zip(plain, plain[1:]) if b["psn"] == a["psn"])
                 report(dup >= on["b"]["unsolicited_acks"] - 1 > 0,
                        "... B's unsolicited ACKs are on the wire (repeated PSN, new credits)",

@@ -366,6 +366,16 @@ def client(dev, gid_index, host, port):
          "loss 5% duplicate 5% delay 1ms reorder 25%",
          "loss 5% duplicate 5% delay 1ms reorder 25%", "retransmitted_pkts"),
     ]
+    if not tap.SOAK:
+        # make check: the rounds that between them move every counter checked below;
+        # make soak runs each impairment on its own as well.
+        keep = {"5% loss both ways", "20% loss of responses (B to A)",
+                "5% loss, reordering and duplication"}
+        for name, *_ in rounds:
+            if name not in keep:
+                tap.skip(f"{name}: traffic complete once, in order, data verified",
+                         tap.SOAK_ONLY)
+        rounds = [r for r in rounds if r[0] in keep]
     nsend, nwrite, nread, natomic = 64, 96, 96, 128
     totals_a = counters(dev)
     totals_b = peer("counters")

@@ -45,7 +45,7 @@ loopback_mib() {
 check "loopback: 1 MiB messages, 2 QPs on one SRQ, buffers checked" loopback_mib
 if [ "${RRXE_SRQ_PEER:-}" = 1 ]; then
 	check "two VMs: client of the peer's server, 16 QPs on one SRQ each side" \
-		srq_pp_client "$RRXE_PEER_IP4" -d rrxe0 -g "$G" -n 500 -p 18610 -c
+		srq_pp_client "$RRXE_PEER_IP4" -d rrxe0 -g "$G" -n "$SRQ_WIRE_N" -p 18610 -c
 	check "two VMs: 4 KiB messages over 1024-byte MTU, events" \
 		srq_pp_client "$RRXE_PEER_IP4" -d rrxe0 -g "$G" -n 200 -q 8 -s 4096 -e -p 18611
 else
