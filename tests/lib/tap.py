@@ -33,7 +33,7 @@ except ImportError:  # a host without pyverbs: only OS errors
     _VERBS_ERRORS = (OSError,)
 
 SOAK = os.environ.get("RRXE_SOAK") == "1"
-# Why `make check` skips a soak-only check.
+# Why `make check` skips a soak-only check (tap.sh has the same).
 SOAK_ONLY = "soak only (make soak: RRXE_SOAK=1); make check runs the other rounds"
 
 _n = 0

@@ -93,7 +93,7 @@ loop() {
 	# On the debug kernel make check runs perftest over the wire only: in loopback it
 	# takes the same paths as the pingpongs, which run there too.
 	if [ "${RRXE_VARIANT:-}" = debug ] && [[ $prog == ib_* ]] && ! soak; then
-		skip "$desc" "soak only (make soak: RRXE_SOAK=1)"
+		skip "$desc" "$SOAK_ONLY"
 		return
 	fi
 	timeout "$SERVER_TMO" "$prog" "${args[@]}" -p "$port" >"$OUT/$name.srv" 2>&1 &
