@@ -60,6 +60,12 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("path_migrations_commanded"),
     c_str!("path_migrations_by_peer"),
     c_str!("path_mig_requests_refused"),
+    c_str!("rcvd_wrong_transport"),
+    c_str!("rcvd_qp_not_ready"),
+    c_str!("rcvd_ignored_responses"),
+    c_str!("rcvd_qkey_violations"),
+    c_str!("rcvd_no_resources"),
+    c_str!("rcvd_uc_dropped"),
     // Memory management extensions, after the transport events.
     c_str!("fast_reg_mrs"),
     c_str!("local_invalidates"),

@@ -94,9 +94,11 @@ impl Requester {
     /// or of the wrong kind) implies the requests before it were lost
     /// (IBA 9.7.6.1.4); counted once per loss, as the retry is.
     fn implied_nak(&mut self, now: u64, attrs: &QpContext) -> Result<(), Fault> {
-        if self.retry_guard != Some(self.una) {
-            self.stats.count(TransportEvent::ImpliedNak);
-        }
+        self.stats.count(if self.retry_guard == Some(self.una) {
+            TransportEvent::IgnoredResponse
+        } else {
+            TransportEvent::ImpliedNak
+        });
         self.retry(now, attrs, false)
     }
 
@@ -113,6 +115,7 @@ impl Requester {
             Syndrome::RnrNak(timer) => {
                 // A duplicate of the RNR NAK being waited out.
                 if self.rnr_deadline.is_some() {
+                    self.stats.count(TransportEvent::IgnoredResponse);
                     return Ok(());
                 }
                 // IBA 9.7.5.2.8 / 10.3.1: rnr_retry 7 means retry forever.
@@ -159,19 +162,30 @@ impl Requester {
                 && (!running || psn.is_before(self.una));
             self.update_credits(aeth.syndrome, aeth.msn, unsolicited);
         }
+        let positive_ack = pkt.info.operation == Operation::Acknowledge
+            && matches!(aeth.map(|a| a.syndrome), Some(Syndrome::Ack(_)));
         // Before RTS only the credits of the responder's initial ACK matter.
         if !running || attrs.service() != Service::Rc {
+            if !(positive_ack && attrs.state == QpState::Rtr) {
+                self.stats.count(TransportEvent::NotReady);
+            }
             return Ok(());
         }
         // Responses for PSNs never sent are bogus, responses behind una are
         // duplicates (an unsolicited ACK is one: 9.7.5.1.2); either way,
-        // nothing beyond the credits above is taken from them.
-        if !psn.is_before(self.sent_high) || psn.is_before(self.una) {
+        // nothing beyond the credits above is taken from them. A positive
+        // ACK behind una is how a responder announces credits, and is not
+        // counted; half the PSN space away, "behind una" and "never sent"
+        // meet, and never sent wins.
+        let never_sent = !psn.is_before(self.sent_high);
+        if never_sent || psn.is_before(self.una) {
             if matches!(
                 pkt.info.operation,
                 Operation::RdmaReadResponse | Operation::AtomicAcknowledge
             ) {
                 self.stats.count(TransportEvent::DuplicateResponse);
+            } else if never_sent || !positive_ack {
+                self.stats.count(TransportEvent::IgnoredResponse);
             }
             return Ok(());
         }
@@ -181,8 +195,12 @@ impl Requester {
         let is_nak = matches!(syndrome, Some(Syndrome::Nak(_) | Syndrome::RnrNak(_)));
         // Each pass either retires PSNs up to a slot boundary and continues,
         // or handles the packet and returns; slots are finite.
+        let una = self.una;
         for _ in 0..=self.len {
             let Some(pos) = self.slot_of(self.una) else {
+                if self.una == una {
+                    self.stats.count(TransportEvent::IgnoredResponse);
+                }
                 return Ok(());
             };
             let slot: SendSlot = *self.slot(pos);
@@ -222,6 +240,7 @@ impl Requester {
                         // A response that does not fit the request is
                         // silently dropped (9.7.6.1.2, invalid response).
                         if !position_ok || pkt.payload.len() as u32 != want {
+                            self.stats.count(TransportEvent::IgnoredResponse);
                             return Ok(());
                         }
                         if let Err(err) =
@@ -265,6 +284,7 @@ impl Requester {
                     }
                     if op != Operation::Acknowledge {
                         // Read data or an atomic ACK at a Send/Write PSN.
+                        self.stats.count(TransportEvent::IgnoredResponse);
                         return Ok(());
                     }
                     if is_nak {

@@ -233,6 +233,7 @@ impl Qp {
     /// (17.2.8). One that did migrates the QP first.
     pub fn handle_packet(&mut self, now: u64, pkt: &Packet<'_>, arrival: Arrival, io: &mut Io<'_>) {
         if pkt.info.transport != self.ctx.qp_type.transport() {
+            self.req.stats.count(TransportEvent::WrongTransport);
             return;
         }
         // The GSI QP takes any P_Key of the port's table and leaves the
@@ -244,6 +245,7 @@ impl Qp {
         if self.ctx.qp_type.is_connected() {
             // Before INIT to RTR a connected QP has no path and takes no packet at all.
             let Some(check) = self.ctx.check_path(pkt.bth.mig_req, arrival) else {
+                self.req.stats.count(TransportEvent::NotReady);
                 return;
             };
             match check {

@@ -430,6 +430,7 @@ impl Responder {
             attrs.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
         ) {
+            self.stats.count(TransportEvent::NotReady);
             return Ok(());
         }
         if attrs.state == QpState::Rtr && !self.comm_established {
@@ -496,7 +497,10 @@ impl Responder {
                 }
                 Ok(())
             }
-            Step::Busy => Ok(()),
+            Step::Busy => {
+                self.stats.count(TransportEvent::NoResources);
+                Ok(())
+            }
             Step::Rnr => {
                 // IBA 9.7.5.2.8: RNR NAK at this PSN with our minimum timer;
                 // later packets of the burst are dropped like
@@ -842,12 +846,17 @@ impl Responder {
         self.epsn = psn;
         if self.uc_drop {
             if !starts {
+                self.stats.count(TransportEvent::UcDropped);
                 self.epsn = psn.next();
                 return;
             }
             self.uc_drop = false;
         }
-        match self.execute(pkt, attrs, io, out) {
+        let step = self.execute(pkt, attrs, io, out);
+        if !matches!(step, Step::Done) {
+            self.stats.count(TransportEvent::UcDropped);
+        }
+        match step {
             Step::Done => {}
             Step::Fail(_, Some(status)) if status == WcStatus::LocLenErr => {
                 self.fail_recv(Some(status), out);
@@ -869,19 +878,25 @@ impl Responder {
     }
 
     /// UD (IBA 10.2.5, 9.8.2): single-packet Sends, checked against the
-    /// Q_Key; anything that cannot be delivered is silently dropped.
+    /// Q_Key; anything that cannot be delivered is dropped without an answer
+    /// and counted.
     fn ud(&mut self, pkt: &Packet<'_>, attrs: &QpContext, io: &mut Io<'_>, out: &mut Outputs) {
-        let Some(deth) = pkt.ext.deth else {
+        // Every UD opcode is a Send carrying a DETH (IBA 9.8.2).
+        let (Some(deth), Operation::Send) = (pkt.ext.deth, pkt.info.operation) else {
+            self.stats.count(TransportEvent::WrongTransport);
             return;
         };
         // IBA 10.2.5 (Q_Keys): a Q_Key mismatch drops the datagram.
-        if deth.qkey != attrs.qkey || pkt.info.operation != Operation::Send {
+        if deth.qkey != attrs.qkey {
+            self.stats.count(TransportEvent::QkeyViolation);
             return;
         }
         if out.completions.is_full() {
+            self.stats.count(TransportEvent::NoResources);
             return;
         }
         let Some(wqe) = io.rq.pop() else {
+            self.stats.count(TransportEvent::NoResources);
             return;
         };
         let len = pkt.payload.len() as u32;

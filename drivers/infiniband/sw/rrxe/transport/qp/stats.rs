@@ -72,11 +72,33 @@ pub enum TransportEvent {
     /// A migration request that did not come over the alternate path was
     /// dropped (IBA 17.2.8, Path Migration Request Failed).
     MigrationRefused,
+    /// A packet of another transport service than the QP's (an XRC or UD
+    /// opcode at an RC QP, say) was dropped (IBA 9.6.1, BTH OpCode check).
+    WrongTransport,
+    /// A packet arrived in a state that takes none of its kind and was
+    /// dropped (IBA 10.3.1): any packet in RESET, INIT or ERR, a request
+    /// before RTR, a response while the requester is not running.
+    NotReady,
+    /// A response the requester could not act upon was dropped: an ACK or
+    /// NAK for a PSN never sent, a NAK behind the oldest unacknowledged PSN,
+    /// a repeat of the RNR NAK being waited out, a response that does not fit
+    /// the request at its PSN (IBA 9.7.6.1.2), or a further out-of-place
+    /// response of a loss already acted upon as an implied NAK.
+    IgnoredResponse,
+    /// A UD datagram whose Q_Key is not the QP's was dropped (IBA 10.2.5).
+    QkeyViolation,
+    /// A request was dropped for want of a resource: a UD datagram with no
+    /// receive WQE posted (IBA 9.8.2), or a request that would complete a
+    /// WQE while the completion ring is full (RC retransmits it).
+    NoResources,
+    /// A UC packet was dropped (IBA 9.8.3): the rest of a message after a
+    /// PSN gap, or a request that failed the responder's checks.
+    UcDropped,
 }
 
 impl TransportEvent {
     /// Number of events.
-    pub const COUNT: usize = 22;
+    pub const COUNT: usize = 28;
 
     /// Every event, in discriminant order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -102,6 +124,12 @@ impl TransportEvent {
         Self::MigratedOnCommand,
         Self::MigratedOnPeerRequest,
         Self::MigrationRefused,
+        Self::WrongTransport,
+        Self::NotReady,
+        Self::IgnoredResponse,
+        Self::QkeyViolation,
+        Self::NoResources,
+        Self::UcDropped,
     ];
 }
 
