@@ -9,6 +9,7 @@
 //! packet arrival or QP deadline. A run is a pure function of its seed.
 
 mod credits;
+mod hostile;
 mod migration;
 mod tests;
 
@@ -143,6 +144,9 @@ pub struct FakeMem {
     pub regions: BTreeMap<u32, Region>,
     pub atomic_calls: u64,
     pub invalidated: Vec<u32>,
+    /// Calls that changed memory (scatters, remote writes, atomics,
+    /// invalidations): how a test sees that a packet was acted upon.
+    pub writes: u64,
 }
 
 impl FakeMem {
@@ -158,9 +162,8 @@ impl FakeMem {
             return Err(RemoteError::Access);
         }
         let start = (va - r.va) as usize;
-        r.data
-            .get_mut(start..start + len)
-            .ok_or(RemoteError::Access)
+        let end = start.checked_add(len).ok_or(RemoteError::Access)?;
+        r.data.get_mut(start..end).ok_or(RemoteError::Access)
     }
 }
 
@@ -205,6 +208,7 @@ impl Memory for FakeMem {
             .get_mut(offset as usize..offset as usize + src.len())
             .ok_or(LocalError::Length)?;
         dst.copy_from_slice(src);
+        self.writes += 1;
         Ok(())
     }
     fn scatter_recv(
@@ -222,6 +226,7 @@ impl Memory for FakeMem {
             .get_mut(offset as usize..offset as usize + src.len())
             .ok_or(LocalError::Length)?;
         dst.copy_from_slice(src);
+        self.writes += 1;
         Ok(())
     }
     fn check_remote(
@@ -237,6 +242,7 @@ impl Memory for FakeMem {
     fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
         self.region(rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
             .copy_from_slice(src);
+        self.writes += 1;
         Ok(())
     }
     fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
@@ -266,6 +272,7 @@ impl Memory for FakeMem {
         };
         target.copy_from_slice(&new.to_le_bytes());
         self.atomic_calls += 1;
+        self.writes += 1;
         Ok(orig)
     }
     fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
@@ -275,6 +282,7 @@ impl Memory for FakeMem {
             .ok_or(RemoteError::InvalidRequest)?;
         r.valid = false;
         self.invalidated.push(rkey);
+        self.writes += 1;
         Ok(())
     }
     fn local_operation(&mut self, _op: &LocalOp) -> Result<(), LocalError> {

@@ -96,7 +96,7 @@ fn run_ops(setup: Setup, seed: u64, link: Link, ops: Vec<Op>, recvs_late: bool) 
 }
 
 /// The receive WQEs `ops` consume.
-fn consuming(ops: &[Op]) -> usize {
+pub(super) fn consuming(ops: &[Op]) -> usize {
     ops.iter()
         .filter(|op| matches!(op, Op::Send(_) | Op::SendImm(_) | Op::WriteImm(_)))
         .count()
