@@ -514,11 +514,27 @@ fn setup_of(qp_type: QpType) -> Setup {
     }
 }
 
+/// A connection of `qp_type` with random MTU, PSNs (a wrap through zero
+/// among them) and responder resources, none among them (IBA 11.2.4.2)
+/// unless `stage` needs Reads and atomics to go out.
+fn random_setup(rng: &mut XorShift, qp_type: QpType, stage: Stage) -> Setup {
+    let busy = stage == Stage::RequesterBusy;
+    Setup {
+        mtu: 1 + rng.below(5) as u8,
+        rd_atomic: u8::from(busy) + rng.below(9 - u64::from(busy)) as u8,
+        sq_psn: [
+            rng.below(1 << 24) as u32,
+            (1 << 24) - 1 - rng.below(8) as u32,
+        ],
+        ..setup_of(qp_type)
+    }
+}
+
 /// A pair whose node B stands at `stage` with receives posted and a region
 /// to write, read and update; nothing in flight.
-fn attacked(qp_type: QpType, stage: Stage, seed: u64) -> Pair {
-    let setup = setup_of(qp_type);
-    let mut pair = Pair::unconnected(setup, seed, Link::PERFECT);
+fn attacked(setup: Setup, stage: Stage) -> Pair {
+    let qp_type = setup.qp_type;
+    let mut pair = Pair::unconnected(setup, 1, Link::PERFECT);
     let steps = [connect_steps(setup, A), connect_steps(setup, B)];
     let upto = match stage {
         Stage::In(QpState::Reset) => 0,
@@ -534,7 +550,7 @@ fn attacked(qp_type: QpType, stage: Stage, seed: u64) -> Pair {
     }
     if stage != Stage::In(QpState::Reset) {
         for r in 0..4 {
-            pair.nodes[B].post_recv(r, 4 * 1024);
+            pair.nodes[B].post_recv(r, 16 * 1024);
         }
     }
     pair.nodes[B].add_region(RKEY, REGION_VA, vec![0; REGION_LEN]);
@@ -630,12 +646,12 @@ fn attack_every_stage(test: &str, qp_type: QpType, default_seed: u64) {
         .copied()
         .filter(|&s| applies(qp_type, s))
         .collect();
-    let mut pair = attacked(qp_type, stages[0], seed);
+    let mut pair = attacked(setup_of(qp_type), stages[0]);
     let mut stage = stages[0];
     each_iteration(test, seed, n * stages.len() as u64, |i| {
         if i % 16 == 0 {
             stage = stages[(i / 16) as usize % stages.len()];
-            pair = attacked(qp_type, stage, seed ^ i);
+            pair = attacked(random_setup(&mut rng, qp_type, stage), stage);
         }
         let aim = Aim::of(&pair.nodes[B]);
         let bytes = hostile(&mut rng, &opcodes, transport, &aim);
@@ -744,6 +760,7 @@ fn live_pair_survives_hostile_packets() {
             QpType::Uc
         };
         let mut setup = setup_of(qp_type);
+        setup.mtu = 1 + rng.below(5) as u8;
         setup.sq_psn = [rng.below(1 << 24) as u32, rng.below(1 << 24) as u32];
         let n_ops = 1 + rng.below(6) as usize;
         let mut ops = random_ops(&mut rng, n_ops);
@@ -940,7 +957,7 @@ fn hostile_drops_are_counted_by_reason() {
     };
     let none = ExtHeaders::default;
     // An XRC Send at an RC QP (IBA 9.6.1).
-    let mut p = attacked(QpType::Rc, Stage::In(QpState::Rts), 1);
+    let mut p = attacked(setup_of(QpType::Rc), Stage::In(QpState::Rts));
     let xrc = ExtHeaders {
         xrceth: Some(Xrceth { xrc_srq: 1 }),
         ..ExtHeaders::default()
@@ -950,7 +967,7 @@ fn hostile_drops_are_counted_by_reason() {
     // Requests in INIT and ERR, a datagram in RESET (IBA 10.3.1).
     let send = request_with(codes::RC_SEND_ONLY, 100, true, none(), b"hi");
     for stage in [Stage::In(QpState::Init), Stage::In(QpState::Err)] {
-        let mut p = attacked(QpType::Rc, stage, 1);
+        let mut p = attacked(setup_of(QpType::Rc), stage);
         count(&mut p, &send, TransportEvent::NotReady);
     }
     let deth = |qkey| ExtHeaders {
@@ -961,12 +978,12 @@ fn hostile_drops_are_counted_by_reason() {
         ..ExtHeaders::default()
     };
     let datagram = request_with(codes::UD_SEND_ONLY, 0, false, deth(QKEY), b"dgram");
-    let mut p = attacked(QpType::Ud, Stage::In(QpState::Reset), 1);
+    let mut p = attacked(setup_of(QpType::Ud), Stage::In(QpState::Reset));
     count(&mut p, &datagram, TransportEvent::NotReady);
     // A Read response that does not fit the three-packet Read at una, and
     // a NAK for a PSN never sent (IBA 9.7.6.1.2).
     let una = Setup::rc().sq_psn[B];
-    let mut p = attacked(QpType::Rc, Stage::RequesterBusy, 1);
+    let mut p = attacked(setup_of(QpType::Rc), Stage::RequesterBusy);
     let ack = aeth(Syndrome::ACK_NO_CREDIT_INFO);
     let misfit = request_with(codes::RC_RDMA_READ_RESPONSE_ONLY, una, false, ack, &[1]);
     count(&mut p, &misfit, TransportEvent::IgnoredResponse);
@@ -980,13 +997,13 @@ fn hostile_drops_are_counted_by_reason() {
     );
     count(&mut p, &unsent, TransportEvent::IgnoredResponse);
     // UD: a foreign Q_Key (IBA 10.2.5), then no receive posted (9.8.2).
-    let mut p = attacked(QpType::Ud, Stage::In(QpState::Rts), 1);
+    let mut p = attacked(setup_of(QpType::Ud), Stage::In(QpState::Rts));
     let foreign = request_with(codes::UD_SEND_ONLY, 0, false, deth(!QKEY), b"dgram");
     count(&mut p, &foreign, TransportEvent::QkeyViolation);
     p.nodes[B].rq.queue.clear();
     count(&mut p, &datagram, TransportEvent::NoResources);
     // UC: a Middle packet after a PSN gap (IBA 9.8.3).
-    let mut p = attacked(QpType::Uc, Stage::In(QpState::Rts), 1);
+    let mut p = attacked(setup_of(QpType::Uc), Stage::In(QpState::Rts));
     let middle = request_with(codes::UC_BASE + 1, 105, false, none(), &[0; 256][..mtu]);
     count(&mut p, &middle, TransportEvent::UcDropped);
 }
