@@ -4,7 +4,7 @@
 #
 #   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
 #                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
-#                 [--ignore-splat REGEX]... [--pcap FILE] [--two]
+#                 [--ignore-splat REGEX]... [--pcap FILE] [--two] [--wire tcp|unix]
 #                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND'] [--append 'KERNEL ARGS']
 #   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
 #
@@ -43,10 +43,11 @@ ignore=()
 check=0
 files=()
 append_extra=
+wire=tcp
 
 while (($#)); do
 	case "$1" in
-	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append)
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire)
 		(($# >= 2)) || die "$1 needs an argument"
 		;;
 	esac
@@ -60,6 +61,7 @@ while (($#)); do
 	--cmd) cmd=$2 ;;
 	--cmd-b) cmd_b=$2 ;;
 	--append) append_extra+=" $2" ;;
+	--wire) wire=$2 ;;
 	--ignore-splat) ignore+=(-i "$2") ;;
 	--two)
 		two=1
@@ -101,6 +103,7 @@ if [ -z "$timeout" ]; then
 fi
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a positive number of seconds"
 [ -z "$pcap" ] || ((two)) || die "--pcap needs --two (a single VM has no wire)"
+case "$wire" in tcp | unix) ;; *) die "unknown wire '$wire' (tcp or unix)" ;; esac
 for m in "${modules[@]}"; do
 	[ -f "$m" ] || die "no such module: $m"
 	case "$m" in *.ko) ;; *) die "not a .ko file: $m" ;; esac
@@ -183,7 +186,7 @@ listening() {
 }
 
 qemu_args() {
-	local s=$1 port=$2
+	local s=$1 addr=$2
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
 	append+=" rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro"
 	# acpi=noirq: PCI interrupt routing without ACPI _PRT evaluation, ~0.5 s faster under TCG.
@@ -204,11 +207,21 @@ qemu_args() {
 		-device "virtio-9p-pci,fsdev=results,mount_tag=results"
 	)
 	if ((two)); then
-		if [ "$s" = a ]; then
-			args+=(-netdev "socket,id=w0,listen=127.0.0.1:$port")
-			[ -z "$pcap" ] || args+=(-object "filter-dump,id=f0,netdev=w0,file=$pcap")
+		# A listens, B connects. The TCP wire is QEMU's socket netdev, Nagle on: a guest
+		# that pauses after a few frames (a ping-pong, a credit-limited requester) has its
+		# last ones held until the peer's delayed ACK, ~40 ms. The Unix wire, a stream
+		# netdev on a Unix socket, holds nothing (Documentation/rrxe/vm.rst has both).
+		local role=off
+		[ "$s" = a ] && role=on
+		if [ "$wire" = unix ]; then
+			args+=(-netdev "stream,id=w0,server=$role,addr.type=unix,addr.path=$addr")
+		elif [ "$s" = a ]; then
+			args+=(-netdev "socket,id=w0,listen=127.0.0.1:$addr")
 		else
-			args+=(-netdev "socket,id=w0,connect=127.0.0.1:$port")
+			args+=(-netdev "socket,id=w0,connect=127.0.0.1:$addr")
+		fi
+		if [ "$s" = a ] && [ -n "$pcap" ]; then
+			args+=(-object "filter-dump,id=f0,netdev=w0,file=$pcap")
 		fi
 		args+=(-device "virtio-net-pci,netdev=w0,mac=${mac[$s]}")
 	fi
@@ -239,6 +252,7 @@ cleanup() {
 	for s in "${tails[@]}"; do
 		kill "$s" 2>/dev/null || true
 	done
+	[ -z "${wire_dir:-}" ] || rm -rf "$wire_dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -255,20 +269,25 @@ follow() {
 	tails+=($!)
 }
 
-port=0
-if ((two)); then
-	port=$(free_port)
+# The wire's address: a free TCP port, or a Unix socket in a new directory (a short path: a
+# Unix socket's must fit in 108 bytes, which --out need not).
+addr=
+if ((two)) && [ "$wire" = unix ]; then
+	wire_dir=$(mktemp -d "${TMPDIR:-/tmp}/rrxe-wire.XXXXXX")
+	addr=$wire_dir/sock
+elif ((two)); then
+	addr=$(free_port)
 fi
 start=$SECONDS
 for s in "${sides[@]}"; do
-	qemu_args "$s" "$port"
+	qemu_args "$s" "$addr"
 	"${args[@]}" >"$out/$s.qemu.log" 2>&1 &
 	qpid[$s]=$!
 	follow "$s"
 	if ((two)) && [ "$s" = a ]; then
 		# B connects to A's listening socket, so A must be listening first.
 		for _ in $(seq 100); do
-			listening "$port" && break
+			if [ "$wire" = unix ]; then [ -S "$addr" ] && break; else listening "$addr" && break; fi
 			kill -0 "${qpid[a]}" 2>/dev/null || break
 			sleep 0.1
 		done
