@@ -20,7 +20,7 @@
 //! ```
 
 use super::super::aeth::CREDIT_WATCH_MAX_NS;
-use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth};
+use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth, Xrceth};
 use super::super::icrc::ICRC_LEN;
 use super::super::opcode::codes;
 use super::super::packet::{self, ExtHeaders};
@@ -197,6 +197,7 @@ impl Requester {
                         qkey: 0,
                         ah: 0,
                     },
+                    xrc_srqn: 0,
                 },
                 ssn: Msn::ZERO,
                 first_psn: Psn::ZERO,
@@ -516,6 +517,16 @@ impl Requester {
                 (wqe.length > mtu).then_some(WcStatus::LocLenErr)
             }
             (Service::Ud, _) => Some(WcStatus::LocQpOpErr),
+            // IBA Annex A14 defines no XRC opcode for Atomic Write.
+            // An SRQN is 24 bits; IBA Annex A14 defines no XRC opcode for
+            // Atomic Write.
+            (_, op)
+                if attrs.qp_type.is_xrc()
+                    && (wqe.xrc_srqn > 0xFF_FFFF
+                        || matches!(op, SendOpcode::AtomicWrite { .. })) =>
+            {
+                Some(WcStatus::LocQpOpErr)
+            }
             // An initiator depth of 0 allows no RDMA Read or atomic at all
             // (IBA 11.2.4.2: the number of them this QP may have outstanding).
             (_, op) if op.uses_responder_resource() && attrs.max_rd_atomic == 0 => {
@@ -733,6 +744,16 @@ impl Requester {
                 codes::RC_ATOMIC_WRITE
             }
             SendOpcode::Local(_) | SendOpcode::Unsupported => return Err(Fault::Internal),
+        };
+        // IBA Annex A14: an XRC request is RC's with the XRC opcode base and
+        // an XRCETH naming the remote XRC SRQ, in every packet.
+        let opcode = if attrs.qp_type.is_xrc() {
+            ext.xrceth = Some(Xrceth {
+                xrc_srq: wqe.xrc_srqn,
+            });
+            codes::XRC_BASE + opcode
+        } else {
+            opcode
         };
         let (dest_qp, dest) = if attrs.service() == Service::Ud {
             // IBA 10.2.5: a WR Q_Key with the high bit set means "use the

@@ -26,12 +26,12 @@ use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
 use super::context::{AccessFlags, QpContext, MAX_RD_ATOMIC};
 use super::io::{Dest, Fault, Io, Outputs, Transmit};
-use super::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
+use super::memory::{AtomicOp, LocalError, PdOf, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
-use super::state::QpState;
 use super::state::Service;
+use super::state::{QpState, QpType};
 use super::stats::{QpStats, TransportEvent};
-use super::wqe::RecvWqe;
+use super::wqe::{RecvQueue, RecvWqe};
 
 /// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
 /// 11.4.1.2); the glue writes the header there, the payload follows.
@@ -50,8 +50,14 @@ struct CreditWatch {
 enum ResourceKind {
     #[default]
     Free,
-    /// An RDMA Read, re-executable from memory.
-    Read { va: u64, rkey: u32, len: u32 },
+    /// An RDMA Read, re-executable from memory, and the protection domain
+    /// its R_Key was checked in.
+    Read {
+        va: u64,
+        rkey: u32,
+        len: u32,
+        pd: PdOf,
+    },
     /// An executed atomic and the original value it returned.
     Atomic { orig: u64 },
 }
@@ -116,6 +122,9 @@ pub(super) struct Responder {
     in_msg: InMessage,
     recv: Option<RecvWqe>,
     recv_offset: u32,
+    /// The XRC SRQ the message in progress goes to (XRC targets): every
+    /// packet of a message names the same one (IBA Annex A14).
+    msg_srqn: u32,
     write_va: u64,
     write_rkey: u32,
     write_remaining: u32,
@@ -178,6 +187,7 @@ impl Responder {
             in_msg: InMessage::None,
             recv: None,
             recv_offset: 0,
+            msg_srqn: 0,
             write_va: 0,
             write_rkey: 0,
             write_remaining: 0,
@@ -215,6 +225,7 @@ impl Responder {
             in_msg,
             recv,
             recv_offset,
+            msg_srqn,
             write_va,
             write_rkey,
             write_remaining,
@@ -239,6 +250,7 @@ impl Responder {
         *in_msg = FRESH.in_msg;
         *recv = FRESH.recv;
         *recv_offset = FRESH.recv_offset;
+        *msg_srqn = FRESH.msg_srqn;
         *write_va = FRESH.write_va;
         *write_rkey = FRESH.write_rkey;
         *write_remaining = FRESH.write_remaining;
@@ -268,10 +280,15 @@ impl Responder {
 
     /// Whether the AETHs of this QP carry credit counts: RC only (IBA
     /// 9.7.7.2), not on an SRQ, whose WQEs are no one QP's to promise (IBA
-    /// 10.2.9.5 lets such QPs report "no credit information"), and not when
-    /// the QP was created with credit reporting off.
+    /// 10.2.9.5 lets such QPs report "no credit information"), so not on an
+    /// XRC target either, which only has XRC SRQs (IBA Annex A14: credits
+    /// 0x1F, and no unsolicited credit ACK), and not when the QP was created
+    /// with credit reporting off.
     fn reports_credits(attrs: &QpContext, io: &Io<'_>) -> bool {
-        attrs.service() == Service::Rc && attrs.advertise_credits && !io.rq.is_shared()
+        attrs.service() == Service::Rc
+            && attrs.advertise_credits
+            && !attrs.qp_type.is_xrc()
+            && !io.rq.is_shared()
     }
 
     fn queue_unsolicited_ack(&mut self) {
@@ -627,6 +644,31 @@ impl Responder {
         if !length_ok {
             return Step::Fail(NakCode::InvalidRequest, None);
         }
+        let (rq, pd): (&mut dyn RecvQueue, PdOf) = if attrs.qp_type == QpType::XrcTgt {
+            let srqn = pkt.ext.xrceth.map_or(0, |x| x.xrc_srq);
+            if !pos.starts_message() && srqn != self.msg_srqn {
+                return Step::Fail(NakCode::InvalidRequest, None);
+            }
+            // IBA Annex A14: an XRC target delivers only to XRC SRQs of its
+            // own XRC domain. A missing SRQ or one of another domain is an
+            // access violation, NAKed Remote Access Error (hns reports its
+            // XRC domain violation and invalid XRCETH errors as
+            // IB_EVENT_QP_ACCESS_ERR, the event of that NAK's responder
+            // error); the requester's WR completes with
+            // IB_WC_REM_ACCESS_ERR.
+            match io.xrc.srq(srqn) {
+                Some(srq) if srq.xrcd == attrs.xrcd => {
+                    self.msg_srqn = srqn;
+                    (srq.rq, srq.pd)
+                }
+                _ => {
+                    self.stats.count(TransportEvent::XrcSrqRefused);
+                    return Step::Fail(NakCode::RemoteAccessError, None);
+                }
+            }
+        } else {
+            (&mut *io.rq, PdOf::Qp)
+        };
         let with_imm_write = op == Operation::RdmaWrite && info.has_immediate();
         let needs_recv = (op == Operation::Send && pos.starts_message()) || with_imm_write;
         let completes_recv = (op == Operation::Send && pos.ends_message()) || with_imm_write;
@@ -634,7 +676,7 @@ impl Responder {
             return Step::Busy;
         }
         if needs_recv && self.recv.is_none() {
-            match io.rq.pop() {
+            match rq.pop() {
                 Some(wqe) => {
                     self.recv = Some(wqe);
                     self.recv_offset = 0;
@@ -655,7 +697,7 @@ impl Responder {
                 }
                 if let Err(err) = io
                     .mem
-                    .scatter_recv(&*io.rq, &wqe, self.recv_offset, pkt.payload)
+                    .scatter_recv(&*rq, &wqe, self.recv_offset, pkt.payload)
                 {
                     let code = match err {
                         LocalError::Length => NakCode::InvalidRequest,
@@ -667,10 +709,13 @@ impl Responder {
             }
             Operation::RdmaWrite => {
                 if let Some(reth) = pkt.ext.reth {
-                    if let Err(err) =
-                        io.mem
-                            .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Write)
-                    {
+                    if let Err(err) = io.mem.check_remote(
+                        pd,
+                        reth.rkey,
+                        reth.va,
+                        reth.dma_len,
+                        RemoteAccess::Write,
+                    ) {
                         return Step::Fail(err.nak_code(), None);
                     }
                     self.write_va = reth.va;
@@ -686,7 +731,7 @@ impl Responder {
                 if plen > 0 {
                     if let Err(err) =
                         io.mem
-                            .write_remote(self.write_rkey, self.write_va, pkt.payload)
+                            .write_remote(pd, self.write_rkey, self.write_va, pkt.payload)
                     {
                         return Step::Fail(err.nak_code(), None);
                     }
@@ -700,7 +745,7 @@ impl Responder {
                 };
                 if let Err(err) =
                     io.mem
-                        .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Read)
+                        .check_remote(pd, reth.rkey, reth.va, reth.dma_len, RemoteAccess::Read)
                 {
                     return Step::Fail(err.nak_code(), None);
                 }
@@ -717,6 +762,7 @@ impl Responder {
                             va: reth.va,
                             rkey: reth.rkey,
                             len: reth.dma_len,
+                            pd,
                         },
                         first_psn: psn,
                         npkts,
@@ -747,8 +793,8 @@ impl Responder {
                     Err(RemoteError::InvalidRequest)
                 } else {
                     io.mem
-                        .check_remote(a.rkey, a.va, 8, RemoteAccess::Atomic)
-                        .and_then(|()| io.mem.atomic(a.rkey, a.va, atomic_op))
+                        .check_remote(pd, a.rkey, a.va, 8, RemoteAccess::Atomic)
+                        .and_then(|()| io.mem.atomic(pd, a.rkey, a.va, atomic_op))
                 };
                 let orig = match orig {
                     Ok(orig) => orig,
@@ -786,8 +832,11 @@ impl Responder {
                 } else {
                     let value = u64::from_ne_bytes(value);
                     io.mem
-                        .check_remote(reth.rkey, reth.va, 8, RemoteAccess::Write)
-                        .and_then(|()| io.mem.atomic(reth.rkey, reth.va, AtomicOp::Write { value }))
+                        .check_remote(pd, reth.rkey, reth.va, 8, RemoteAccess::Write)
+                        .and_then(|()| {
+                            io.mem
+                                .atomic(pd, reth.rkey, reth.va, AtomicOp::Write { value })
+                        })
                 };
                 if let Err(err) = done {
                     return Step::Fail(err.nak_code(), None);
@@ -812,7 +861,7 @@ impl Responder {
             };
             let mut invalidated = None;
             if let Some(ieth) = pkt.ext.ieth {
-                if io.mem.invalidate(ieth.rkey).is_err() {
+                if io.mem.invalidate(pd, ieth.rkey).is_err() {
                     self.recv = Some(wqe);
                     return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr));
                 }
@@ -943,6 +992,7 @@ impl Responder {
             return Ok(None);
         }
         let credit = self.credit_code(attrs, io);
+        let base = response_base(attrs);
         let bth = Bth {
             mig_req: attrs.mig_req(),
             pkey: attrs.pkey(),
@@ -991,7 +1041,7 @@ impl Responder {
             ..ExtHeaders::default()
         };
         let bth = Bth {
-            opcode: codes::RC_ACKNOWLEDGE,
+            opcode: base + codes::RC_ACKNOWLEDGE,
             psn,
             ..bth
         };
@@ -1020,6 +1070,7 @@ impl Responder {
         credit: CreditCode,
         bth: Bth,
     ) -> Result<Option<Transmit>, Fault> {
+        let base = response_base(attrs);
         let r = self.res[i];
         let aeth = Some(Aeth {
             syndrome: Syndrome::Ack(credit),
@@ -1030,7 +1081,7 @@ impl Responder {
         // AETH (IBA 9.3.5), and with it a credit count like any ACK.
         let mut carries_aeth = true;
         let written = match r.kind {
-            ResourceKind::Read { va, rkey, len } => {
+            ResourceKind::Read { va, rkey, len, pd } => {
                 let mtu = attrs.path_mtu.bytes() as u32;
                 let k = r.first_psn.distance_to(psn);
                 let offset = k * mtu;
@@ -1047,10 +1098,14 @@ impl Responder {
                     aeth: if carries_aeth { aeth } else { None },
                     ..ExtHeaders::default()
                 };
-                let bth = Bth { opcode, psn, ..bth };
+                let bth = Bth {
+                    opcode: base + opcode,
+                    psn,
+                    ..bth
+                };
                 let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
                     io.mem
-                        .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
+                        .read_remote(pd, rkey, va.wrapping_add(u64::from(offset)), dst)
                 });
                 let slot = &mut self.res[i];
                 slot.next_psn = psn.next();
@@ -1066,7 +1121,7 @@ impl Responder {
                     ..ExtHeaders::default()
                 };
                 let bth = Bth {
-                    opcode: codes::RC_ATOMIC_ACKNOWLEDGE,
+                    opcode: base + codes::RC_ATOMIC_ACKNOWLEDGE,
                     psn,
                     ..bth
                 };
@@ -1104,11 +1159,11 @@ impl Responder {
     }
 
     /// The next flushed receive completion once the QP is in ERR (IBA
-    /// 10.3.1.7); an SRQ is left alone.
-    pub(super) fn flush_next(&mut self, io: &mut Io<'_>) -> Option<Completion> {
+    /// 10.3.1.7); an SRQ is left alone, and so are an XRC target's SRQs.
+    pub(super) fn flush_next(&mut self, attrs: &QpContext, io: &mut Io<'_>) -> Option<Completion> {
         let wqe = match self.recv.take() {
             Some(wqe) => wqe,
-            None if io.rq.is_shared() => return None,
+            None if io.rq.is_shared() || attrs.qp_type.is_xrc() => return None,
             None => io.rq.pop()?,
         };
         Some(recv_completion(
@@ -1117,6 +1172,16 @@ impl Responder {
             WcOpcode::Recv,
             0,
         ))
+    }
+}
+
+/// What the QP's response opcodes add to RC's: XRC responses are RC's with
+/// the XRC opcode base (IBA Annex A14).
+const fn response_base(attrs: &QpContext) -> u8 {
+    if attrs.qp_type.is_xrc() {
+        codes::XRC_BASE
+    } else {
+        0
     }
 }
 

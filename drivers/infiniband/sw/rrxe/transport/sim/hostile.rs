@@ -504,6 +504,7 @@ fn transport_of(qp_type: QpType) -> Transport {
         QpType::Rc => Transport::Rc,
         QpType::Uc => Transport::Uc,
         QpType::Ud | QpType::Gsi => Transport::Ud,
+        QpType::XrcIni | QpType::XrcTgt => Transport::Xrc,
     }
 }
 

@@ -17,11 +17,11 @@ use super::aeth::Syndrome;
 use super::packet;
 use super::psn::Msn;
 use super::qp::completion::{AsyncEvent, Completion};
-use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
+use super::qp::memory::{AtomicOp, LocalError, Memory, PdOf, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
 use super::qp::{
     AccessFlags, Arrival, Dest, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
-    MAX_PACKET_LEN,
+    XrcSrq, XrcSrqs, MAX_PACKET_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::vec;
@@ -132,6 +132,31 @@ pub struct Region {
     pub data: Vec<u8>,
     pub access: AccessFlags,
     pub valid: bool,
+    /// The protection domain the region belongs to: an access checked in
+    /// an XRC SRQ's PD must name it.
+    pub pd: u32,
+}
+
+/// An XRC SRQ of the fake table: its WQEs, XRC domain and PD.
+#[derive(Default, Debug)]
+pub struct FakeXrcSrq {
+    pub rq: FakeRq,
+    pub xrcd: u32,
+    pub pd: u32,
+}
+
+/// The XRC SRQs a node's XRC target may deliver to, by SRQN.
+#[derive(Default, Debug)]
+pub struct FakeXrcSrqs(pub BTreeMap<u32, FakeXrcSrq>);
+
+impl XrcSrqs for FakeXrcSrqs {
+    fn srq(&mut self, srqn: u32) -> Option<XrcSrq<'_>> {
+        self.0.get_mut(&srqn).map(|s| XrcSrq {
+            rq: &mut s.rq,
+            xrcd: s.xrcd,
+            pd: PdOf::XrcSrq(s.pd),
+        })
+    }
 }
 
 #[derive(Default, Debug)]
@@ -152,13 +177,18 @@ pub struct FakeMem {
 impl FakeMem {
     fn region(
         &mut self,
+        pd: PdOf,
         rkey: u32,
         va: u64,
         len: usize,
         access: AccessFlags,
     ) -> Result<&mut [u8], RemoteError> {
         let r = self.regions.get_mut(&rkey).ok_or(RemoteError::Access)?;
-        if !r.valid || !r.access.contains(access) || va < r.va {
+        let pd_ok = match pd {
+            PdOf::Qp => true,
+            PdOf::XrcSrq(pd) => pd == r.pd,
+        };
+        if !r.valid || !pd_ok || !r.access.contains(access) || va < r.va {
             return Err(RemoteError::Access);
         }
         let start = (va - r.va) as usize;
@@ -231,25 +261,38 @@ impl Memory for FakeMem {
     }
     fn check_remote(
         &mut self,
+        pd: PdOf,
         rkey: u32,
         va: u64,
         len: u32,
         access: RemoteAccess,
     ) -> Result<(), RemoteError> {
-        self.region(rkey, va, len as usize, access_of(access))
+        self.region(pd, rkey, va, len as usize, access_of(access))
             .map(|_| ())
     }
-    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
-        self.region(rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
+    fn write_remote(
+        &mut self,
+        pd: PdOf,
+        rkey: u32,
+        va: u64,
+        src: &[u8],
+    ) -> Result<(), RemoteError> {
+        self.region(pd, rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
             .copy_from_slice(src);
         self.writes += 1;
         Ok(())
     }
-    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
-        dst.copy_from_slice(self.region(rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
+    fn read_remote(
+        &mut self,
+        pd: PdOf,
+        rkey: u32,
+        va: u64,
+        dst: &mut [u8],
+    ) -> Result<(), RemoteError> {
+        dst.copy_from_slice(self.region(pd, rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
         Ok(())
     }
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+    fn atomic(&mut self, pd: PdOf, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
         }
@@ -257,7 +300,7 @@ impl Memory for FakeMem {
             AtomicOp::Write { .. } => AccessFlags::REMOTE_WRITE,
             _ => AccessFlags::REMOTE_ATOMIC,
         };
-        let target = self.region(rkey, va, 8, access)?;
+        let target = self.region(pd, rkey, va, 8, access)?;
         let orig = u64::from_le_bytes(target.try_into().unwrap());
         let new = match op {
             AtomicOp::CompareSwap { compare, swap } => {
@@ -275,10 +318,11 @@ impl Memory for FakeMem {
         self.writes += 1;
         Ok(orig)
     }
-    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
+    fn invalidate(&mut self, pd: PdOf, rkey: u32) -> Result<(), RemoteError> {
         let r = self
             .regions
             .get_mut(&rkey)
+            .filter(|r| pd == PdOf::Qp || pd == PdOf::XrcSrq(r.pd))
             .ok_or(RemoteError::InvalidRequest)?;
         r.valid = false;
         self.invalidated.push(rkey);
@@ -296,6 +340,8 @@ pub struct Node {
     pub sq: FakeSq,
     pub rq: FakeRq,
     pub mem: FakeMem,
+    /// XRC SRQs (an XRC target's).
+    pub xrc: FakeXrcSrqs,
     pub completions: Vec<Completion>,
     pub events: Vec<AsyncEvent>,
     /// Transport events counted so far.
@@ -310,6 +356,7 @@ impl Node {
             sq: FakeSq::default(),
             rq: FakeRq::default(),
             mem: FakeMem::default(),
+            xrc: FakeXrcSrqs::default(),
             completions: Vec::new(),
             events: Vec::new(),
             stats: QpStats::ZERO,
@@ -323,6 +370,7 @@ impl Node {
             sq: &mut self.sq,
             rq: &mut self.rq,
             mem: &mut self.mem,
+            xrc: &mut self.xrc,
         };
         f(&mut self.qp, &mut io)
     }
@@ -371,6 +419,7 @@ impl Node {
                 data,
                 access: AccessFlags::ALL,
                 valid: true,
+                pd: 0,
             },
         );
     }
