@@ -12,6 +12,7 @@ mod credits;
 mod hostile;
 mod migration;
 mod tests;
+mod xrc;
 
 use super::aeth::Syndrome;
 use super::packet;
