@@ -576,7 +576,11 @@ pub const ALT_PATH: PathHandle = PathHandle(1);
 /// with exactly the attributes the transition table asks of its type.
 pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
     let connected = setup.qp_type.is_connected();
+    // RC's requester and responder attributes; an XRC initiator has only
+    // the first, an XRC target only the second (and an ACK timeout).
     let rc = setup.qp_type == QpType::Rc;
+    let requester = rc || setup.qp_type == QpType::XrcIni;
+    let responder = rc || setup.qp_type == QpType::XrcTgt;
     let init = ModifyQp {
         state: Some(QpState::Init),
         pkey: Some(PKey::DEFAULT),
@@ -592,8 +596,8 @@ pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
             path_mtu: Some(setup.mtu),
             dest_qpn: Some(QPN[1 - i]),
             rq_psn: Some(setup.sq_psn[1 - i]),
-            max_dest_rd_atomic: rc.then_some(setup.rd_atomic),
-            min_rnr_timer: rc.then_some(setup.min_rnr_timer),
+            max_dest_rd_atomic: responder.then_some(setup.rd_atomic),
+            min_rnr_timer: responder.then_some(setup.min_rnr_timer),
             ..ModifyQp::default()
         }
     } else {
@@ -605,10 +609,10 @@ pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
     let rts = ModifyQp {
         state: Some(QpState::Rts),
         sq_psn: Some(setup.sq_psn[i]),
-        timeout: rc.then_some(setup.timeout),
-        retry_cnt: rc.then_some(setup.retry_cnt),
-        rnr_retry: rc.then_some(setup.rnr_retry),
-        max_rd_atomic: rc.then_some(setup.rd_atomic),
+        timeout: (requester || responder).then_some(setup.timeout),
+        retry_cnt: requester.then_some(setup.retry_cnt),
+        rnr_retry: requester.then_some(setup.rnr_retry),
+        max_rd_atomic: requester.then_some(setup.rd_atomic),
         ..ModifyQp::default()
     };
     [init, rtr, rts]
