@@ -413,6 +413,11 @@ impl Node {
     }
 
     pub fn add_region(&mut self, rkey: u32, va: u64, data: Vec<u8>) {
+        self.add_region_in(rkey, va, 0, data);
+    }
+
+    /// A region of protection domain `pd`, with every remote right.
+    pub fn add_region_in(&mut self, rkey: u32, va: u64, pd: u32, data: Vec<u8>) {
         self.mem.regions.insert(
             rkey,
             Region {
@@ -420,7 +425,7 @@ impl Node {
                 data,
                 access: AccessFlags::ALL,
                 valid: true,
-                pd: 0,
+                pd,
             },
         );
     }
