@@ -44,7 +44,7 @@ pub use io::{
     Arrival, Dest, Io, NoXrcSrqs, Transmit, XrcSrq, XrcSrqs, COMPLETION_RING, EVENT_RING,
 };
 use io::{Fault, Outputs};
-pub use memory::{Memory, PdOf};
+pub use memory::{Memory, PdOf, RKey};
 use migration::{Cause, PathCheck};
 use requester::Requester;
 use responder::Responder;

@@ -28,8 +28,8 @@ use super::super::psn::{Msn, Psn};
 use super::completion::WcStatus;
 use super::context::QpContext;
 use super::io::{Dest, Fault, Io, Transmit};
-use super::state::QpState;
 use super::state::Service;
+use super::state::{QpState, QpType};
 use super::stats::{QpStats, TransportEvent};
 use super::wqe::{SendFlags, SendOpcode, SendWqe};
 
@@ -487,7 +487,12 @@ impl Requester {
 
     /// Takes the next WQE off the send queue, if transport rules allow.
     fn start_next(&mut self, now: u64, attrs: &QpContext, io: &mut Io<'_>) -> Result<Start, Fault> {
-        if self.sq_next == io.sq.producer() || self.len == MAX_INFLIGHT_WQES {
+        // An XRC target has no send queue of its own (IBA Annex A14): it
+        // only answers.
+        if attrs.qp_type == QpType::XrcTgt
+            || self.sq_next == io.sq.producer()
+            || self.len == MAX_INFLIGHT_WQES
+        {
             return Ok(Start::Nothing);
         }
         let Some(wqe) = io.sq.get(self.sq_next) else {

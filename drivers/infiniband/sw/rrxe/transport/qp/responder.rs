@@ -26,7 +26,7 @@ use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
 use super::context::{AccessFlags, QpContext, MAX_RD_ATOMIC};
 use super::io::{Dest, Fault, Io, Outputs, Transmit};
-use super::memory::{AtomicOp, LocalError, PdOf, RemoteAccess, RemoteError};
+use super::memory::{AtomicOp, LocalError, PdOf, RKey, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
 use super::state::Service;
 use super::state::{QpState, QpType};
@@ -50,14 +50,8 @@ struct CreditWatch {
 enum ResourceKind {
     #[default]
     Free,
-    /// An RDMA Read, re-executable from memory, and the protection domain
-    /// its R_Key was checked in.
-    Read {
-        va: u64,
-        rkey: u32,
-        len: u32,
-        pd: PdOf,
-    },
+    /// An RDMA Read, re-executable from memory.
+    Read { va: u64, rkey: RKey, len: u32 },
     /// An executed atomic and the original value it returned.
     Atomic { orig: u64 },
 }
@@ -669,6 +663,7 @@ impl Responder {
         } else {
             (&mut *io.rq, PdOf::Qp)
         };
+        let rkey = |key| RKey { key, pd };
         let with_imm_write = op == Operation::RdmaWrite && info.has_immediate();
         let needs_recv = (op == Operation::Send && pos.starts_message()) || with_imm_write;
         let completes_recv = (op == Operation::Send && pos.ends_message()) || with_imm_write;
@@ -710,8 +705,7 @@ impl Responder {
             Operation::RdmaWrite => {
                 if let Some(reth) = pkt.ext.reth {
                     if let Err(err) = io.mem.check_remote(
-                        pd,
-                        reth.rkey,
+                        rkey(reth.rkey),
                         reth.va,
                         reth.dma_len,
                         RemoteAccess::Write,
@@ -731,7 +725,7 @@ impl Responder {
                 if plen > 0 {
                     if let Err(err) =
                         io.mem
-                            .write_remote(pd, self.write_rkey, self.write_va, pkt.payload)
+                            .write_remote(rkey(self.write_rkey), self.write_va, pkt.payload)
                     {
                         return Step::Fail(err.nak_code(), None);
                     }
@@ -745,7 +739,7 @@ impl Responder {
                 };
                 if let Err(err) =
                     io.mem
-                        .check_remote(pd, reth.rkey, reth.va, reth.dma_len, RemoteAccess::Read)
+                        .check_remote(rkey(reth.rkey), reth.va, reth.dma_len, RemoteAccess::Read)
                 {
                     return Step::Fail(err.nak_code(), None);
                 }
@@ -760,9 +754,8 @@ impl Responder {
                     Resource {
                         kind: ResourceKind::Read {
                             va: reth.va,
-                            rkey: reth.rkey,
+                            rkey: rkey(reth.rkey),
                             len: reth.dma_len,
-                            pd,
                         },
                         first_psn: psn,
                         npkts,
@@ -793,8 +786,8 @@ impl Responder {
                     Err(RemoteError::InvalidRequest)
                 } else {
                     io.mem
-                        .check_remote(pd, a.rkey, a.va, 8, RemoteAccess::Atomic)
-                        .and_then(|()| io.mem.atomic(pd, a.rkey, a.va, atomic_op))
+                        .check_remote(rkey(a.rkey), a.va, 8, RemoteAccess::Atomic)
+                        .and_then(|()| io.mem.atomic(rkey(a.rkey), a.va, atomic_op))
                 };
                 let orig = match orig {
                     Ok(orig) => orig,
@@ -832,10 +825,10 @@ impl Responder {
                 } else {
                     let value = u64::from_ne_bytes(value);
                     io.mem
-                        .check_remote(pd, reth.rkey, reth.va, 8, RemoteAccess::Write)
+                        .check_remote(rkey(reth.rkey), reth.va, 8, RemoteAccess::Write)
                         .and_then(|()| {
                             io.mem
-                                .atomic(pd, reth.rkey, reth.va, AtomicOp::Write { value })
+                                .atomic(rkey(reth.rkey), reth.va, AtomicOp::Write { value })
                         })
                 };
                 if let Err(err) = done {
@@ -861,7 +854,7 @@ impl Responder {
             };
             let mut invalidated = None;
             if let Some(ieth) = pkt.ext.ieth {
-                if io.mem.invalidate(pd, ieth.rkey).is_err() {
+                if io.mem.invalidate(rkey(ieth.rkey)).is_err() {
                     self.recv = Some(wqe);
                     return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr));
                 }
@@ -1081,7 +1074,7 @@ impl Responder {
         // AETH (IBA 9.3.5), and with it a credit count like any ACK.
         let mut carries_aeth = true;
         let written = match r.kind {
-            ResourceKind::Read { va, rkey, len, pd } => {
+            ResourceKind::Read { va, rkey, len } => {
                 let mtu = attrs.path_mtu.bytes() as u32;
                 let k = r.first_psn.distance_to(psn);
                 let offset = k * mtu;
@@ -1105,7 +1098,7 @@ impl Responder {
                 };
                 let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
                     io.mem
-                        .read_remote(pd, rkey, va.wrapping_add(u64::from(offset)), dst)
+                        .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
                 });
                 let slot = &mut self.res[i];
                 slot.next_psn = psn.next();

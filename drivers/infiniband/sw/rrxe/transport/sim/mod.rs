@@ -18,7 +18,7 @@ use super::aeth::Syndrome;
 use super::packet;
 use super::psn::Msn;
 use super::qp::completion::{AsyncEvent, Completion};
-use super::qp::memory::{AtomicOp, LocalError, Memory, PdOf, RemoteAccess, RemoteError};
+use super::qp::memory::{AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
 use super::qp::{
     AccessFlags, Arrival, Dest, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
@@ -178,23 +178,27 @@ pub struct FakeMem {
 impl FakeMem {
     fn region(
         &mut self,
-        pd: PdOf,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: usize,
         access: AccessFlags,
     ) -> Result<&mut [u8], RemoteError> {
-        let r = self.regions.get_mut(&rkey).ok_or(RemoteError::Access)?;
-        let pd_ok = match pd {
-            PdOf::Qp => true,
-            PdOf::XrcSrq(pd) => pd == r.pd,
-        };
-        if !r.valid || !pd_ok || !r.access.contains(access) || va < r.va {
+        let r = self.regions.get_mut(&rkey.key).ok_or(RemoteError::Access)?;
+        if !r.valid || !in_pd(rkey, r) || !r.access.contains(access) || va < r.va {
             return Err(RemoteError::Access);
         }
         let start = (va - r.va) as usize;
         let end = start.checked_add(len).ok_or(RemoteError::Access)?;
         r.data.get_mut(start..end).ok_or(RemoteError::Access)
+    }
+}
+
+/// Whether `rkey` may name region `r`: any region the QP's own PD (the
+/// fakes keep one for RC and UC), an XRC SRQ's only its PD's.
+fn in_pd(rkey: RKey, r: &Region) -> bool {
+    match rkey.pd {
+        PdOf::Qp => true,
+        PdOf::XrcSrq(pd) => pd == r.pd,
     }
 }
 
@@ -262,38 +266,25 @@ impl Memory for FakeMem {
     }
     fn check_remote(
         &mut self,
-        pd: PdOf,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: u32,
         access: RemoteAccess,
     ) -> Result<(), RemoteError> {
-        self.region(pd, rkey, va, len as usize, access_of(access))
+        self.region(rkey, va, len as usize, access_of(access))
             .map(|_| ())
     }
-    fn write_remote(
-        &mut self,
-        pd: PdOf,
-        rkey: u32,
-        va: u64,
-        src: &[u8],
-    ) -> Result<(), RemoteError> {
-        self.region(pd, rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
+    fn write_remote(&mut self, rkey: RKey, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+        self.region(rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
             .copy_from_slice(src);
         self.writes += 1;
         Ok(())
     }
-    fn read_remote(
-        &mut self,
-        pd: PdOf,
-        rkey: u32,
-        va: u64,
-        dst: &mut [u8],
-    ) -> Result<(), RemoteError> {
-        dst.copy_from_slice(self.region(pd, rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
+    fn read_remote(&mut self, rkey: RKey, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+        dst.copy_from_slice(self.region(rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
         Ok(())
     }
-    fn atomic(&mut self, pd: PdOf, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+    fn atomic(&mut self, rkey: RKey, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
         }
@@ -301,7 +292,7 @@ impl Memory for FakeMem {
             AtomicOp::Write { .. } => AccessFlags::REMOTE_WRITE,
             _ => AccessFlags::REMOTE_ATOMIC,
         };
-        let target = self.region(pd, rkey, va, 8, access)?;
+        let target = self.region(rkey, va, 8, access)?;
         let orig = u64::from_le_bytes(target.try_into().unwrap());
         let new = match op {
             AtomicOp::CompareSwap { compare, swap } => {
@@ -319,14 +310,14 @@ impl Memory for FakeMem {
         self.writes += 1;
         Ok(orig)
     }
-    fn invalidate(&mut self, pd: PdOf, rkey: u32) -> Result<(), RemoteError> {
+    fn invalidate(&mut self, rkey: RKey) -> Result<(), RemoteError> {
         let r = self
             .regions
-            .get_mut(&rkey)
-            .filter(|r| pd == PdOf::Qp || pd == PdOf::XrcSrq(r.pd))
+            .get_mut(&rkey.key)
+            .filter(|r| in_pd(rkey, r))
             .ok_or(RemoteError::InvalidRequest)?;
         r.valid = false;
-        self.invalidated.push(rkey);
+        self.invalidated.push(rkey.key);
         self.writes += 1;
         Ok(())
     }

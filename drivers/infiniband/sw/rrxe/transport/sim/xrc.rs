@@ -467,3 +467,15 @@ fn xrc_rkeys_are_checked_in_the_srq_s_pd() {
         ],
     );
 }
+
+#[test]
+fn xrc_target_sends_no_requests_of_its_own() {
+    let mut pair = xrc_pair(seed_or(1), Link::PERFECT, 1);
+    let wqe = SendWqe {
+        length: 4,
+        ..SendWqe::default()
+    };
+    pair.nodes[B].post_send(wqe, vec![0; 4]);
+    pair.run_until(1_000, |_| false);
+    assert!(pair.wire.is_empty(), "{:?}", pair.wire);
+}
