@@ -521,7 +521,7 @@ impl Responder {
                 Ok(())
             }
             Step::Fail(code, recv_status) => {
-                self.fail_recv(recv_status, out);
+                self.fail_recv(attrs, recv_status, out);
                 self.nak = Some((psn, Syndrome::Nak(code)));
                 self.nak_sent = true;
                 let event = match code {
@@ -538,15 +538,27 @@ impl Responder {
     }
 
     /// Completes the receive WQE in progress with an error status.
-    fn fail_recv(&mut self, status: Option<WcStatus>, out: &mut Outputs) {
+    fn fail_recv(&mut self, attrs: &QpContext, status: Option<WcStatus>, out: &mut Outputs) {
         if let (Some(status), Some(wqe)) = (status, self.recv) {
-            let _ = out.completions.push(recv_completion(
-                &wqe,
-                status,
-                WcOpcode::Recv,
-                self.recv_offset,
-            ));
+            let c = self.recv_done(attrs, &wqe, status, WcOpcode::Recv, self.recv_offset);
+            let _ = out.completions.push(c);
             self.recv = None;
+        }
+    }
+
+    /// The completion of receive WQE `wqe` taken for the message in
+    /// progress, naming its XRC SRQ at an XRC target.
+    fn recv_done(
+        &self,
+        attrs: &QpContext,
+        wqe: &RecvWqe,
+        status: WcStatus,
+        opcode: WcOpcode,
+        byte_len: u32,
+    ) -> Completion {
+        Completion {
+            xrc_srqn: (attrs.qp_type == QpType::XrcTgt).then_some(self.msg_srqn),
+            ..recv_completion(wqe, status, opcode, byte_len)
         }
     }
 
@@ -865,7 +877,7 @@ impl Responder {
             } else {
                 (WcOpcode::Recv, self.recv_offset)
             };
-            let mut c = recv_completion(&wqe, WcStatus::Success, opcode, byte_len);
+            let mut c = self.recv_done(attrs, &wqe, WcStatus::Success, opcode, byte_len);
             c.imm_data = pkt.ext.imm_dt.map(|i| i.imm_data);
             c.invalidated_rkey = invalidated;
             c.solicited = pkt.bth.solicited_event;
@@ -901,7 +913,7 @@ impl Responder {
         match step {
             Step::Done => {}
             Step::Fail(_, Some(status)) if status == WcStatus::LocLenErr => {
-                self.fail_recv(Some(status), out);
+                self.fail_recv(attrs, Some(status), out);
                 self.abandon_message();
                 self.uc_drop = !pkt.info.position.ends_message();
                 self.epsn = psn.next();
@@ -1159,12 +1171,7 @@ impl Responder {
             None if io.rq.is_shared() || attrs.qp_type.is_xrc() => return None,
             None => io.rq.pop()?,
         };
-        Some(recv_completion(
-            &wqe,
-            WcStatus::WrFlushErr,
-            WcOpcode::Recv,
-            0,
-        ))
+        Some(self.recv_done(attrs, &wqe, WcStatus::WrFlushErr, WcOpcode::Recv, 0))
     }
 }
 
@@ -1190,5 +1197,6 @@ fn recv_completion(wqe: &RecvWqe, status: WcStatus, opcode: WcOpcode, byte_len: 
         src_qp: 0,
         solicited: false,
         queue: WorkQueue::Recv,
+        xrc_srqn: None,
     }
 }

@@ -245,6 +245,7 @@ fn check(pair: &Pair, e: &Expect, refused: Option<(usize, WcStatus)>) -> Result<
             _ => unreachable!(),
         };
         if c.status != WcStatus::Success
+            || c.xrc_srqn != Some(srqn_of(e.ops[i].target))
             || c.opcode != opcode
             || c.byte_len != n
             || c.imm_data != imm
