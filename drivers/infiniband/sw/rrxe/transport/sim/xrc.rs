@@ -480,3 +480,29 @@ fn xrc_target_sends_no_requests_of_its_own() {
     pair.run_until(1_000, |_| false);
     assert!(pair.wire.is_empty(), "{:?}", pair.wire);
 }
+
+/// An XRC SRQ without receive WQEs draws RNR NAKs (IBA 9.7.5.2.8), as an
+/// RC receive queue does, until its receives are posted; the WRs to the
+/// other SRQs are not lost meanwhile.
+#[test]
+fn xrc_empty_srq_draws_rnr_naks_until_receives_come() {
+    let seed = seed_or(0x0052_4E52);
+    let mut rng = XorShift::new(seed);
+    let ops: Vec<XrcOp> = (0..12)
+        .map(|k| XrcOp {
+            op: Op::Send(rng.below(3000) as u32),
+            target: Target::Srq(if k == 0 { 1 } else { rng.below(3) as usize }),
+        })
+        .collect();
+    let n = ops.len();
+    let mut pair = xrc_pair(seed, Link::PERFECT, 3);
+    let (e, _) = post(&mut pair, seed, ops, n);
+    let late = core::mem::take(&mut pair.nodes[B].xrc.0.get_mut(&SRQS[1].0).unwrap().rq.queue);
+    pair.run_until(5_000_000, |p| p.now > 3_000_000);
+    assert!(pair.nodes[B].stats.get(TransportEvent::RnrNakSent) > 0);
+    pair.nodes[B].xrc.0.get_mut(&SRQS[1].0).unwrap().rq.queue = late;
+    run(&mut pair, n);
+    if let Err(err) = check(&pair, &e, None) {
+        panic!("seed {seed:#x}: {err}");
+    }
+}
