@@ -83,9 +83,10 @@ fn random_xrc_op(rng: &mut XorShift) -> Op {
 /// Send PSNs of A and B: A's requests cross the 24-bit wrap.
 const PSNS: [u32; 2] = [0x00FF_FFC0, 77];
 
-/// An XRC initiator (A) and target (B) at RTS with path MTU `mtu` (as
-/// `enum ib_mtu`), the target's SRQs and regions in place.
-fn xrc_pair(seed: u64, link: Link, mtu: u8) -> Pair {
+/// An XRC initiator (A) at RTS and target (B) at RTS, or with `tgt_rtr`
+/// at RTR (a receive-only target needs no more: it answers from RTR), path
+/// MTU `mtu` (as `enum ib_mtu`), the target's SRQs and regions in place.
+fn xrc_pair(seed: u64, link: Link, mtu: u8, tgt_rtr: bool) -> Pair {
     let mut pair = Pair::unconnected(Setup::rc(), seed, link);
     pair.nodes = [
         Node::new(QpType::XrcIni, QPN[A]),
@@ -122,7 +123,8 @@ fn xrc_pair(seed: u64, link: Link, mtu: u8) -> Pair {
             sq_psn: PSNS,
             ..Setup::rc()
         };
-        for m in connect_steps(setup, i) {
+        let upto = if i == B && tgt_rtr { 2 } else { 3 };
+        for m in connect_steps(setup, i).into_iter().take(upto) {
             pair.nodes[i].modify(pair.now, m);
         }
     }
@@ -350,10 +352,13 @@ fn traffic(seed: u64) -> Result<(), String> {
         })
         .collect();
     let mtu = [1, 3, 5][rng.below(3) as usize];
-    let mut pair = xrc_pair(seed, link, mtu);
+    let tgt_rtr = rng.chance(0.5);
+    let mut pair = xrc_pair(seed, link, mtu, tgt_rtr);
     let (e, _) = post(&mut pair, seed, ops, n);
     run(&mut pair, n);
-    check(&pair, &e, None).map_err(|err| format!("seed {seed:#x} (MTU {mtu}, {link:?}): {err}"))?;
+    check(&pair, &e, None).map_err(|err| {
+        format!("seed {seed:#x} (MTU {mtu}, target at RTR {tgt_rtr}, {link:?}): {err}")
+    })?;
     let refused = pair.nodes[B].stats.get(TransportEvent::XrcSrqRefused);
     if refused != 0 {
         return Err(format!("seed {seed:#x}: {refused} refusals"));
@@ -389,7 +394,7 @@ fn refusal(seed: u64, bad: Target, op: Op) -> Result<(), String> {
         target: Target::Srq(0),
     }));
     let n = ops.len();
-    let mut pair = xrc_pair(seed, link, 1);
+    let mut pair = xrc_pair(seed, link, 1, false);
     // The NAK leaves the target once, from ERR (IBA 9.7.5.2.4): were it
     // lost, the initiator would rightly end in RetryExcErr instead.
     link.loss = 0.0;
@@ -471,7 +476,7 @@ fn xrc_rkeys_are_checked_in_the_srq_s_pd() {
 
 #[test]
 fn xrc_target_sends_no_requests_of_its_own() {
-    let mut pair = xrc_pair(seed_or(1), Link::PERFECT, 1);
+    let mut pair = xrc_pair(seed_or(1), Link::PERFECT, 1, false);
     let wqe = SendWqe {
         length: 4,
         ..SendWqe::default()
@@ -495,7 +500,7 @@ fn xrc_empty_srq_draws_rnr_naks_until_receives_come() {
         })
         .collect();
     let n = ops.len();
-    let mut pair = xrc_pair(seed, Link::PERFECT, 3);
+    let mut pair = xrc_pair(seed, Link::PERFECT, 3, true);
     let (e, _) = post(&mut pair, seed, ops, n);
     let late = core::mem::take(&mut pair.nodes[B].xrc.0.get_mut(&SRQS[1].0).unwrap().rq.queue);
     pair.run_until(5_000_000, |p| p.now > 3_000_000);
