@@ -522,7 +522,6 @@ impl Requester {
                 (wqe.length > mtu).then_some(WcStatus::LocLenErr)
             }
             (Service::Ud, _) => Some(WcStatus::LocQpOpErr),
-            // IBA Annex A14 defines no XRC opcode for Atomic Write.
             // An SRQN is 24 bits; IBA Annex A14 defines no XRC opcode for
             // Atomic Write.
             (_, op)
