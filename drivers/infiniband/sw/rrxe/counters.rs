@@ -66,6 +66,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("rcvd_qkey_violations"),
     c_str!("rcvd_no_resources"),
     c_str!("rcvd_uc_dropped"),
+    c_str!("rcvd_xrc_srq_refused"),
     // Memory management extensions, after the transport events.
     c_str!("fast_reg_mrs"),
     c_str!("local_invalidates"),

@@ -9,7 +9,9 @@ use crate::incarnation::QpIncarnation;
 use crate::mr::{self, Access};
 use crate::mw::{self, BindRequest};
 use crate::shared::DeviceShared;
-use crate::transport::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
+use crate::transport::qp::memory::{
+    AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError,
+};
 use crate::transport::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, Sge};
 
 /// Memory as one QP reaches it during a task run.
@@ -103,6 +105,15 @@ impl QpMemory<'_> {
     }
 }
 
+/// The R_Key of `rkey` if it is to be valid in the QP's own protection domain, the only one
+/// there is: XRC SRQs, whose PDs the engine names for an XRC target, come with the XRC verbs.
+fn own_pd_key(rkey: RKey) -> Result<u32, RemoteError> {
+    match rkey.pd {
+        PdOf::Qp => Ok(rkey.key),
+        PdOf::XrcSrq(_) => Err(RemoteError::Access),
+    }
+}
+
 impl Memory for QpMemory<'_> {
     fn gather(
         &mut self,
@@ -182,11 +193,12 @@ impl Memory for QpMemory<'_> {
 
     fn check_remote(
         &mut self,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: u32,
         access: RemoteAccess,
     ) -> Result<(), RemoteError> {
+        let rkey = own_pd_key(rkey)?;
         let access = match access {
             RemoteAccess::Write => Access::RemoteWrite,
             RemoteAccess::Read => Access::RemoteRead,
@@ -195,17 +207,20 @@ impl Memory for QpMemory<'_> {
         self.remote(rkey, va, len as usize, access).map(|_| ())
     }
 
-    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+    fn write_remote(&mut self, rkey: RKey, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+        let rkey = own_pd_key(rkey)?;
         let region = self.remote(rkey, va, src.len(), Access::RemoteWrite)?;
         region.copy_in(va, src).map_err(|_| RemoteError::Access)
     }
 
-    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+    fn read_remote(&mut self, rkey: RKey, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+        let rkey = own_pd_key(rkey)?;
         let region = self.remote(rkey, va, dst.len(), Access::RemoteRead)?;
         region.copy_out(va, dst).map_err(|_| RemoteError::Access)
     }
 
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+    fn atomic(&mut self, rkey: RKey, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+        let rkey = own_pd_key(rkey)?;
         // IBA 9.4.5 (C9-28): the target must be 8-byte aligned.
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
@@ -218,7 +233,8 @@ impl Memory for QpMemory<'_> {
         region.atomic(va, op).map_err(|_| RemoteError::Access)
     }
 
-    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
+    fn invalidate(&mut self, rkey: RKey) -> Result<(), RemoteError> {
+        let rkey = own_pd_key(rkey).map_err(|_| RemoteError::InvalidRequest)?;
         self.invalidate_key(rkey)
             .map_err(|()| RemoteError::InvalidRequest)?;
         self.dev.counters.remote_invalidates.inc();

@@ -229,6 +229,8 @@ impl SendRing {
                     | wr::REG_MR
             ),
             QpType::Ud | QpType::Gsi => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
+            // No XRC QP is created until the XRC verbs exist.
+            QpType::XrcIni | QpType::XrcTgt => false,
         };
         wqe.opcode = match opcode {
             _ if !allowed => SendOpcode::Unsupported,

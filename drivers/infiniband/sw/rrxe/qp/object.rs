@@ -32,7 +32,7 @@ use crate::params;
 use crate::shared::DeviceShared;
 use crate::srq::{RrxeSrq, SrqShared};
 use crate::transport::qp::context::{AltPath, PKey, PathHandle};
-use crate::transport::qp::io::Io;
+use crate::transport::qp::io::{Io, NoXrcSrqs};
 use crate::transport::qp::state::{QpState, QpType};
 use crate::transport::qp::{Qp as Engine, MAX_PACKET_LEN};
 use crate::wq::{RecvRing, RqPoster, SendRing, SqPoster};
@@ -134,6 +134,8 @@ impl QpCore {
             sq: &mut self.sq,
             rq: &mut self.rq,
             mem: &mut mem,
+            // No XRC target QP exists yet, so no XRC SRQ is found: XRC verbs come next.
+            xrc: &mut NoXrcSrqs,
         };
         f(&mut self.engine, &mut io, &mut self.tx)
     }
@@ -182,6 +184,8 @@ fn new_engine(qp_type: QpType, qpn: u32) -> Result<KBox<Engine>> {
         QpType::Uc => KBox::write(slot, UC),
         QpType::Ud => KBox::write(slot, UD),
         QpType::Gsi => KBox::write(slot, GSI),
+        // `qp_type_from_raw` admits no XRC type: XRC verbs (XRCDs, XRC SRQs) come next.
+        QpType::XrcIni | QpType::XrcTgt => return Err(eopnotsupp()),
     };
     engine.set_qpn(qpn);
     engine.set_credit_reporting(module_param::credits());

@@ -387,5 +387,6 @@ fn send_completion(slot: &SendSlot, status: WcStatus) -> Completion {
         src_qp: 0,
         solicited: false,
         queue: WorkQueue::Send,
+        xrc_srqn: None,
     }
 }

@@ -114,6 +114,9 @@ pub struct Completion {
     pub solicited: bool,
     /// Send or receive queue.
     pub queue: WorkQueue,
+    /// The XRC SRQ whose receive WQE completed, at an XRC target: the
+    /// completion belongs to that SRQ's CQ (IBA Annex A14).
+    pub xrc_srqn: Option<u32>,
 }
 
 /// Asynchronous events (IBA 11.6.3), polled with `Qp::poll_event`.

@@ -184,6 +184,9 @@ pub struct QpContext {
     /// Whether the responder reports end-to-end credits (IBA 9.7.7.2: an
     /// HCA's RC receive queue must). Set at creation, not by Modify QP.
     pub advertise_credits: bool,
+    /// The XRC domain of an XRC target (the driver's number): the XRC SRQs
+    /// it may deliver to. Set at creation, not by Modify QP.
+    pub xrcd: u32,
 }
 
 impl QpContext {
@@ -215,6 +218,7 @@ impl QpContext {
             access: AccessFlags(0),
             sqd_notify: false,
             advertise_credits: true,
+            xrcd: 0,
         }
     }
 

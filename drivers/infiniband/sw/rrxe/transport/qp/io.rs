@@ -8,7 +8,7 @@
 
 use super::completion::{AsyncEvent, Completion, Ring};
 use super::context::PathHandle;
-use super::memory::Memory;
+use super::memory::{Memory, PdOf};
 use super::state::Service;
 use super::wqe::{RecvQueue, SendQueue};
 
@@ -70,10 +70,42 @@ impl Arrival {
 pub struct Io<'a> {
     /// Send queue.
     pub sq: &'a mut dyn SendQueue,
-    /// Receive queue or SRQ.
+    /// Receive queue or SRQ (unused by an XRC target, which has neither).
     pub rq: &'a mut dyn RecvQueue,
     /// Local and remote memory.
     pub mem: &'a mut dyn Memory,
+    /// The XRC SRQs an XRC target QP may deliver to.
+    pub xrc: &'a mut dyn XrcSrqs,
+}
+
+/// An XRC SRQ as an XRC target sees it (IBA Annex A14): its receive WQEs,
+/// the XRC domain it belongs to and the protection domain its R_Keys are
+/// checked in.
+pub struct XrcSrq<'a> {
+    /// The SRQ's receive WQEs.
+    pub rq: &'a mut dyn RecvQueue,
+    /// The driver's number of the SRQ's XRC domain (XRCD).
+    pub xrcd: u32,
+    /// The SRQ's protection domain, for RDMA and atomic R_Key checks.
+    pub pd: PdOf,
+}
+
+/// The driver's table of XRC SRQs, by SRQ number (SRQN, what an XRCETH
+/// carries).
+pub trait XrcSrqs {
+    /// The XRC SRQ numbered `srqn`, if there is one. Whether it belongs to
+    /// the target QP's XRC domain is the engine's to check.
+    fn srq(&mut self, srqn: u32) -> Option<XrcSrq<'_>>;
+}
+
+/// A table without XRC SRQs, for QPs of the other types.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoXrcSrqs;
+
+impl XrcSrqs for NoXrcSrqs {
+    fn srq(&mut self, _srqn: u32) -> Option<XrcSrq<'_>> {
+        None
+    }
 }
 
 /// Completions and events waiting for the glue.

@@ -75,6 +75,27 @@ pub enum RemoteAccess {
     Atomic,
 }
 
+/// The protection domain an R_Key must belong to for a remote access: an
+/// RC or UC QP's own, or for an XRC target the PD of the XRC SRQ the
+/// request names (IBA Annex A14: the SRQ's PD, not the target QP's, governs
+/// RDMA and atomic access).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PdOf {
+    /// The QP's own protection domain.
+    Qp,
+    /// The protection domain of an XRC SRQ, as the driver numbers it.
+    XrcSrq(u32),
+}
+
+/// An R_Key and the protection domain it must belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RKey {
+    /// The R_Key the request carries.
+    pub key: u32,
+    /// Where it must be valid.
+    pub pd: PdOf,
+}
+
 /// An 8-byte atomic operation (IBA 9.4.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtomicOp {
@@ -145,21 +166,21 @@ pub trait Memory {
     /// packet carrying the RETH, so a NAK can be sent before any data moves).
     fn check_remote(
         &mut self,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: u32,
         access: RemoteAccess,
     ) -> Result<(), RemoteError>;
     /// RDMA Write payload placement.
-    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError>;
+    fn write_remote(&mut self, rkey: RKey, va: u64, src: &[u8]) -> Result<(), RemoteError>;
     /// RDMA Read source data.
-    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError>;
+    fn read_remote(&mut self, rkey: RKey, va: u64, dst: &mut [u8]) -> Result<(), RemoteError>;
     /// Executes an atomic on the 8 bytes at `va` and returns their original
     /// value. A `va` that is not 8-byte aligned must fail with
     /// [`RemoteError::InvalidRequest`].
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError>;
+    fn atomic(&mut self, rkey: RKey, va: u64, op: AtomicOp) -> Result<u64, RemoteError>;
     /// Invalidates `rkey` for a Send with Invalidate (IBA 10.6.4.1).
-    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError>;
+    fn invalidate(&mut self, rkey: RKey) -> Result<(), RemoteError>;
     /// Executes a local operation WQE when it reaches the head of the send
     /// queue.
     fn local_operation(&mut self, op: &LocalOp) -> Result<(), LocalError>;

@@ -40,9 +40,11 @@ pub use context::{
     AccessFlags, AltPath, MigState, ModifyError, ModifyQp, PKey, Path, PathHandle, QpContext,
     QpQuery,
 };
-pub use io::{Arrival, Dest, Io, Transmit, COMPLETION_RING, EVENT_RING};
+pub use io::{
+    Arrival, Dest, Io, NoXrcSrqs, Transmit, XrcSrq, XrcSrqs, COMPLETION_RING, EVENT_RING,
+};
 use io::{Fault, Outputs};
-pub use memory::Memory;
+pub use memory::{Memory, PdOf, RKey};
 use migration::{Cause, PathCheck};
 use requester::Requester;
 use responder::Responder;
@@ -104,6 +106,15 @@ impl Qp {
     pub fn set_credit_reporting(&mut self, on: bool) {
         if self.ctx.state == QpState::Reset {
             self.ctx.advertise_credits = on;
+        }
+    }
+
+    /// Places an XRC target QP in XRC domain `xrcd` (the driver's number)
+    /// before first use, as [`Qp::set_qpn`]: it delivers only to XRC SRQs
+    /// of that domain. Ignored once the QP has left RESET.
+    pub fn set_xrcd(&mut self, xrcd: u32) {
+        if self.ctx.state == QpState::Reset {
+            self.ctx.xrcd = xrcd;
         }
     }
 
@@ -272,6 +283,17 @@ impl Qp {
                 }
             }
         }
+        // An XRC initiator has no receive queue and an XRC target no send
+        // queue (IBA Annex A14): neither has a use for the other's packets.
+        let unexpected = match self.ctx.qp_type {
+            QpType::XrcIni => pkt.info.is_request(),
+            QpType::XrcTgt => pkt.info.is_response(),
+            _ => false,
+        };
+        if unexpected {
+            self.req.stats.count(TransportEvent::WrongTransport);
+            return;
+        }
         let result = if pkt.info.is_response() {
             self.req.handle_response(now, pkt, &self.ctx, io)
         } else if pkt.info.is_request() {
@@ -354,7 +376,7 @@ impl Qp {
             return Some(c);
         }
         if self.ctx.state == QpState::Err {
-            return self.resp.flush_next(io);
+            return self.resp.flush_next(&self.ctx, io);
         }
         None
     }

@@ -20,7 +20,7 @@
 //! ```
 
 use super::super::aeth::CREDIT_WATCH_MAX_NS;
-use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth};
+use super::super::headers::{AtomicEth, Bth, Deth, Ieth, ImmDt, Reth, Xrceth};
 use super::super::icrc::ICRC_LEN;
 use super::super::opcode::codes;
 use super::super::packet::{self, ExtHeaders};
@@ -28,8 +28,8 @@ use super::super::psn::{Msn, Psn};
 use super::completion::WcStatus;
 use super::context::QpContext;
 use super::io::{Dest, Fault, Io, Transmit};
-use super::state::QpState;
 use super::state::Service;
+use super::state::{QpState, QpType};
 use super::stats::{QpStats, TransportEvent};
 use super::wqe::{SendFlags, SendOpcode, SendWqe};
 
@@ -197,6 +197,7 @@ impl Requester {
                         qkey: 0,
                         ah: 0,
                     },
+                    xrc_srqn: 0,
                 },
                 ssn: Msn::ZERO,
                 first_psn: Psn::ZERO,
@@ -486,7 +487,12 @@ impl Requester {
 
     /// Takes the next WQE off the send queue, if transport rules allow.
     fn start_next(&mut self, now: u64, attrs: &QpContext, io: &mut Io<'_>) -> Result<Start, Fault> {
-        if self.sq_next == io.sq.producer() || self.len == MAX_INFLIGHT_WQES {
+        // An XRC target has no send queue of its own (IBA Annex A14): it
+        // only answers.
+        if attrs.qp_type == QpType::XrcTgt
+            || self.sq_next == io.sq.producer()
+            || self.len == MAX_INFLIGHT_WQES
+        {
             return Ok(Start::Nothing);
         }
         let Some(wqe) = io.sq.get(self.sq_next) else {
@@ -516,6 +522,15 @@ impl Requester {
                 (wqe.length > mtu).then_some(WcStatus::LocLenErr)
             }
             (Service::Ud, _) => Some(WcStatus::LocQpOpErr),
+            // An SRQN is 24 bits; IBA Annex A14 defines no XRC opcode for
+            // Atomic Write.
+            (_, op)
+                if attrs.qp_type.is_xrc()
+                    && (wqe.xrc_srqn > 0xFF_FFFF
+                        || matches!(op, SendOpcode::AtomicWrite { .. })) =>
+            {
+                Some(WcStatus::LocQpOpErr)
+            }
             // An initiator depth of 0 allows no RDMA Read or atomic at all
             // (IBA 11.2.4.2: the number of them this QP may have outstanding).
             (_, op) if op.uses_responder_resource() && attrs.max_rd_atomic == 0 => {
@@ -733,6 +748,16 @@ impl Requester {
                 codes::RC_ATOMIC_WRITE
             }
             SendOpcode::Local(_) | SendOpcode::Unsupported => return Err(Fault::Internal),
+        };
+        // IBA Annex A14: an XRC request is RC's with the XRC opcode base and
+        // an XRCETH naming the remote XRC SRQ, in every packet.
+        let opcode = if attrs.qp_type.is_xrc() {
+            ext.xrceth = Some(Xrceth {
+                xrc_srq: wqe.xrc_srqn,
+            });
+            codes::XRC_BASE + opcode
+        } else {
+            opcode
         };
         let (dest_qp, dest) = if attrs.service() == Service::Ud {
             // IBA 10.2.5: a WR Q_Key with the high bit set means "use the

@@ -26,12 +26,12 @@ use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
 use super::context::{AccessFlags, QpContext, MAX_RD_ATOMIC};
 use super::io::{Dest, Fault, Io, Outputs, Transmit};
-use super::memory::{AtomicOp, LocalError, RemoteAccess, RemoteError};
+use super::memory::{AtomicOp, LocalError, PdOf, RKey, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
-use super::state::QpState;
 use super::state::Service;
+use super::state::{QpState, QpType};
 use super::stats::{QpStats, TransportEvent};
-use super::wqe::RecvWqe;
+use super::wqe::{RecvQueue, RecvWqe};
 
 /// Bytes at the start of a UD receive buffer reserved for the GRH (IBA
 /// 11.4.1.2); the glue writes the header there, the payload follows.
@@ -51,7 +51,7 @@ enum ResourceKind {
     #[default]
     Free,
     /// An RDMA Read, re-executable from memory.
-    Read { va: u64, rkey: u32, len: u32 },
+    Read { va: u64, rkey: RKey, len: u32 },
     /// An executed atomic and the original value it returned.
     Atomic { orig: u64 },
 }
@@ -116,6 +116,9 @@ pub(super) struct Responder {
     in_msg: InMessage,
     recv: Option<RecvWqe>,
     recv_offset: u32,
+    /// The XRC SRQ the message in progress goes to (XRC targets): every
+    /// packet of a message names the same one (IBA Annex A14).
+    msg_srqn: u32,
     write_va: u64,
     write_rkey: u32,
     write_remaining: u32,
@@ -178,6 +181,7 @@ impl Responder {
             in_msg: InMessage::None,
             recv: None,
             recv_offset: 0,
+            msg_srqn: 0,
             write_va: 0,
             write_rkey: 0,
             write_remaining: 0,
@@ -215,6 +219,7 @@ impl Responder {
             in_msg,
             recv,
             recv_offset,
+            msg_srqn,
             write_va,
             write_rkey,
             write_remaining,
@@ -239,6 +244,7 @@ impl Responder {
         *in_msg = FRESH.in_msg;
         *recv = FRESH.recv;
         *recv_offset = FRESH.recv_offset;
+        *msg_srqn = FRESH.msg_srqn;
         *write_va = FRESH.write_va;
         *write_rkey = FRESH.write_rkey;
         *write_remaining = FRESH.write_remaining;
@@ -268,10 +274,15 @@ impl Responder {
 
     /// Whether the AETHs of this QP carry credit counts: RC only (IBA
     /// 9.7.7.2), not on an SRQ, whose WQEs are no one QP's to promise (IBA
-    /// 10.2.9.5 lets such QPs report "no credit information"), and not when
-    /// the QP was created with credit reporting off.
+    /// 10.2.9.5 lets such QPs report "no credit information"), so not on an
+    /// XRC target either, which only has XRC SRQs (IBA Annex A14: credits
+    /// 0x1F, and no unsolicited credit ACK), and not when the QP was created
+    /// with credit reporting off.
     fn reports_credits(attrs: &QpContext, io: &Io<'_>) -> bool {
-        attrs.service() == Service::Rc && attrs.advertise_credits && !io.rq.is_shared()
+        attrs.service() == Service::Rc
+            && attrs.advertise_credits
+            && !attrs.qp_type.is_xrc()
+            && !io.rq.is_shared()
     }
 
     fn queue_unsolicited_ack(&mut self) {
@@ -510,7 +521,7 @@ impl Responder {
                 Ok(())
             }
             Step::Fail(code, recv_status) => {
-                self.fail_recv(recv_status, out);
+                self.fail_recv(attrs, recv_status, out);
                 self.nak = Some((psn, Syndrome::Nak(code)));
                 self.nak_sent = true;
                 let event = match code {
@@ -527,15 +538,27 @@ impl Responder {
     }
 
     /// Completes the receive WQE in progress with an error status.
-    fn fail_recv(&mut self, status: Option<WcStatus>, out: &mut Outputs) {
+    fn fail_recv(&mut self, attrs: &QpContext, status: Option<WcStatus>, out: &mut Outputs) {
         if let (Some(status), Some(wqe)) = (status, self.recv) {
-            let _ = out.completions.push(recv_completion(
-                &wqe,
-                status,
-                WcOpcode::Recv,
-                self.recv_offset,
-            ));
+            let c = self.recv_done(attrs, &wqe, status, WcOpcode::Recv, self.recv_offset);
+            let _ = out.completions.push(c);
             self.recv = None;
+        }
+    }
+
+    /// The completion of receive WQE `wqe` taken for the message in
+    /// progress, naming its XRC SRQ at an XRC target.
+    fn recv_done(
+        &self,
+        attrs: &QpContext,
+        wqe: &RecvWqe,
+        status: WcStatus,
+        opcode: WcOpcode,
+        byte_len: u32,
+    ) -> Completion {
+        Completion {
+            xrc_srqn: (attrs.qp_type == QpType::XrcTgt).then_some(self.msg_srqn),
+            ..recv_completion(wqe, status, opcode, byte_len)
         }
     }
 
@@ -627,6 +650,32 @@ impl Responder {
         if !length_ok {
             return Step::Fail(NakCode::InvalidRequest, None);
         }
+        let (rq, pd): (&mut dyn RecvQueue, PdOf) = if attrs.qp_type == QpType::XrcTgt {
+            let srqn = pkt.ext.xrceth.map_or(0, |x| x.xrc_srq);
+            if !pos.starts_message() && srqn != self.msg_srqn {
+                return Step::Fail(NakCode::InvalidRequest, None);
+            }
+            // IBA Annex A14: an XRC target delivers only to XRC SRQs of its
+            // own XRC domain. A missing SRQ or one of another domain is an
+            // access violation, NAKed Remote Access Error (hns reports its
+            // XRC domain violation and invalid XRCETH errors as
+            // IB_EVENT_QP_ACCESS_ERR, the event of that NAK's responder
+            // error); the requester's WR completes with
+            // IB_WC_REM_ACCESS_ERR.
+            match io.xrc.srq(srqn) {
+                Some(srq) if srq.xrcd == attrs.xrcd => {
+                    self.msg_srqn = srqn;
+                    (srq.rq, srq.pd)
+                }
+                _ => {
+                    self.stats.count(TransportEvent::XrcSrqRefused);
+                    return Step::Fail(NakCode::RemoteAccessError, None);
+                }
+            }
+        } else {
+            (&mut *io.rq, PdOf::Qp)
+        };
+        let rkey = |key| RKey { key, pd };
         let with_imm_write = op == Operation::RdmaWrite && info.has_immediate();
         let needs_recv = (op == Operation::Send && pos.starts_message()) || with_imm_write;
         let completes_recv = (op == Operation::Send && pos.ends_message()) || with_imm_write;
@@ -634,7 +683,7 @@ impl Responder {
             return Step::Busy;
         }
         if needs_recv && self.recv.is_none() {
-            match io.rq.pop() {
+            match rq.pop() {
                 Some(wqe) => {
                     self.recv = Some(wqe);
                     self.recv_offset = 0;
@@ -655,7 +704,7 @@ impl Responder {
                 }
                 if let Err(err) = io
                     .mem
-                    .scatter_recv(&*io.rq, &wqe, self.recv_offset, pkt.payload)
+                    .scatter_recv(&*rq, &wqe, self.recv_offset, pkt.payload)
                 {
                     let code = match err {
                         LocalError::Length => NakCode::InvalidRequest,
@@ -667,10 +716,12 @@ impl Responder {
             }
             Operation::RdmaWrite => {
                 if let Some(reth) = pkt.ext.reth {
-                    if let Err(err) =
-                        io.mem
-                            .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Write)
-                    {
+                    if let Err(err) = io.mem.check_remote(
+                        rkey(reth.rkey),
+                        reth.va,
+                        reth.dma_len,
+                        RemoteAccess::Write,
+                    ) {
                         return Step::Fail(err.nak_code(), None);
                     }
                     self.write_va = reth.va;
@@ -686,7 +737,7 @@ impl Responder {
                 if plen > 0 {
                     if let Err(err) =
                         io.mem
-                            .write_remote(self.write_rkey, self.write_va, pkt.payload)
+                            .write_remote(rkey(self.write_rkey), self.write_va, pkt.payload)
                     {
                         return Step::Fail(err.nak_code(), None);
                     }
@@ -700,7 +751,7 @@ impl Responder {
                 };
                 if let Err(err) =
                     io.mem
-                        .check_remote(reth.rkey, reth.va, reth.dma_len, RemoteAccess::Read)
+                        .check_remote(rkey(reth.rkey), reth.va, reth.dma_len, RemoteAccess::Read)
                 {
                     return Step::Fail(err.nak_code(), None);
                 }
@@ -715,7 +766,7 @@ impl Responder {
                     Resource {
                         kind: ResourceKind::Read {
                             va: reth.va,
-                            rkey: reth.rkey,
+                            rkey: rkey(reth.rkey),
                             len: reth.dma_len,
                         },
                         first_psn: psn,
@@ -747,8 +798,8 @@ impl Responder {
                     Err(RemoteError::InvalidRequest)
                 } else {
                     io.mem
-                        .check_remote(a.rkey, a.va, 8, RemoteAccess::Atomic)
-                        .and_then(|()| io.mem.atomic(a.rkey, a.va, atomic_op))
+                        .check_remote(rkey(a.rkey), a.va, 8, RemoteAccess::Atomic)
+                        .and_then(|()| io.mem.atomic(rkey(a.rkey), a.va, atomic_op))
                 };
                 let orig = match orig {
                     Ok(orig) => orig,
@@ -786,8 +837,11 @@ impl Responder {
                 } else {
                     let value = u64::from_ne_bytes(value);
                     io.mem
-                        .check_remote(reth.rkey, reth.va, 8, RemoteAccess::Write)
-                        .and_then(|()| io.mem.atomic(reth.rkey, reth.va, AtomicOp::Write { value }))
+                        .check_remote(rkey(reth.rkey), reth.va, 8, RemoteAccess::Write)
+                        .and_then(|()| {
+                            io.mem
+                                .atomic(rkey(reth.rkey), reth.va, AtomicOp::Write { value })
+                        })
                 };
                 if let Err(err) = done {
                     return Step::Fail(err.nak_code(), None);
@@ -812,7 +866,7 @@ impl Responder {
             };
             let mut invalidated = None;
             if let Some(ieth) = pkt.ext.ieth {
-                if io.mem.invalidate(ieth.rkey).is_err() {
+                if io.mem.invalidate(rkey(ieth.rkey)).is_err() {
                     self.recv = Some(wqe);
                     return Step::Fail(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr));
                 }
@@ -823,7 +877,7 @@ impl Responder {
             } else {
                 (WcOpcode::Recv, self.recv_offset)
             };
-            let mut c = recv_completion(&wqe, WcStatus::Success, opcode, byte_len);
+            let mut c = self.recv_done(attrs, &wqe, WcStatus::Success, opcode, byte_len);
             c.imm_data = pkt.ext.imm_dt.map(|i| i.imm_data);
             c.invalidated_rkey = invalidated;
             c.solicited = pkt.bth.solicited_event;
@@ -859,7 +913,7 @@ impl Responder {
         match step {
             Step::Done => {}
             Step::Fail(_, Some(status)) if status == WcStatus::LocLenErr => {
-                self.fail_recv(Some(status), out);
+                self.fail_recv(attrs, Some(status), out);
                 self.abandon_message();
                 self.uc_drop = !pkt.info.position.ends_message();
                 self.epsn = psn.next();
@@ -943,6 +997,7 @@ impl Responder {
             return Ok(None);
         }
         let credit = self.credit_code(attrs, io);
+        let base = response_base(attrs);
         let bth = Bth {
             mig_req: attrs.mig_req(),
             pkey: attrs.pkey(),
@@ -991,7 +1046,7 @@ impl Responder {
             ..ExtHeaders::default()
         };
         let bth = Bth {
-            opcode: codes::RC_ACKNOWLEDGE,
+            opcode: base + codes::RC_ACKNOWLEDGE,
             psn,
             ..bth
         };
@@ -1020,6 +1075,7 @@ impl Responder {
         credit: CreditCode,
         bth: Bth,
     ) -> Result<Option<Transmit>, Fault> {
+        let base = response_base(attrs);
         let r = self.res[i];
         let aeth = Some(Aeth {
             syndrome: Syndrome::Ack(credit),
@@ -1047,7 +1103,11 @@ impl Responder {
                     aeth: if carries_aeth { aeth } else { None },
                     ..ExtHeaders::default()
                 };
-                let bth = Bth { opcode, psn, ..bth };
+                let bth = Bth {
+                    opcode: base + opcode,
+                    psn,
+                    ..bth
+                };
                 let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
                     io.mem
                         .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
@@ -1066,7 +1126,7 @@ impl Responder {
                     ..ExtHeaders::default()
                 };
                 let bth = Bth {
-                    opcode: codes::RC_ATOMIC_ACKNOWLEDGE,
+                    opcode: base + codes::RC_ATOMIC_ACKNOWLEDGE,
                     psn,
                     ..bth
                 };
@@ -1104,19 +1164,24 @@ impl Responder {
     }
 
     /// The next flushed receive completion once the QP is in ERR (IBA
-    /// 10.3.1.7); an SRQ is left alone.
-    pub(super) fn flush_next(&mut self, io: &mut Io<'_>) -> Option<Completion> {
+    /// 10.3.1.7); an SRQ is left alone, and so are an XRC target's SRQs.
+    pub(super) fn flush_next(&mut self, attrs: &QpContext, io: &mut Io<'_>) -> Option<Completion> {
         let wqe = match self.recv.take() {
             Some(wqe) => wqe,
-            None if io.rq.is_shared() => return None,
+            None if io.rq.is_shared() || attrs.qp_type.is_xrc() => return None,
             None => io.rq.pop()?,
         };
-        Some(recv_completion(
-            &wqe,
-            WcStatus::WrFlushErr,
-            WcOpcode::Recv,
-            0,
-        ))
+        Some(self.recv_done(attrs, &wqe, WcStatus::WrFlushErr, WcOpcode::Recv, 0))
+    }
+}
+
+/// What the QP's response opcodes add to RC's: XRC responses are RC's with
+/// the XRC opcode base (IBA Annex A14).
+const fn response_base(attrs: &QpContext) -> u8 {
+    if attrs.qp_type.is_xrc() {
+        codes::XRC_BASE
+    } else {
+        0
     }
 }
 
@@ -1132,5 +1197,6 @@ fn recv_completion(wqe: &RecvWqe, status: WcStatus, opcode: WcOpcode, byte_len: 
         src_qp: 0,
         solicited: false,
         queue: WorkQueue::Recv,
+        xrc_srqn: None,
     }
 }

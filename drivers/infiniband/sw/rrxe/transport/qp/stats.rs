@@ -94,11 +94,15 @@ pub enum TransportEvent {
     /// A UC packet was dropped (IBA 9.8.3): the rest of a message after a
     /// PSN gap, or a request that failed the responder's checks.
     UcDropped,
+    /// An XRC request named an XRC SRQ that does not exist or belongs to
+    /// another XRC domain than the target QP's, and was refused with NAK
+    /// Remote Access Error (IBA Annex A14).
+    XrcSrqRefused,
 }
 
 impl TransportEvent {
     /// Number of events.
-    pub const COUNT: usize = 28;
+    pub const COUNT: usize = 29;
 
     /// Every event, in discriminant order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -130,6 +134,7 @@ impl TransportEvent {
         Self::QkeyViolation,
         Self::NoResources,
         Self::UcDropped,
+        Self::XrcSrqRefused,
     ];
 }
 

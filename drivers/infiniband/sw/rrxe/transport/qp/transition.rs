@@ -7,8 +7,7 @@
 //! and Query QP reports exactly the attributes some transition of the QP's
 //! type can set ([`applicable`]). It agrees row for row with the verbs
 //! layer's `qp_state_table` (drivers/infiniband/core/verbs.c,
-//! `ib_modify_qp_is_ok()`), which uverbs leaves to providers to consult; the
-//! XRC columns are there for the day the engine gains those QP types.
+//! `ib_modify_qp_is_ok()`), which uverbs leaves to providers to consult.
 
 use super::state::{QpState, QpType};
 
@@ -148,6 +147,8 @@ impl Column {
             QpType::Uc => Self::Uc,
             QpType::Ud => Self::Ud,
             QpType::Gsi => Self::Gsi,
+            QpType::XrcIni => Self::XrcIni,
+            QpType::XrcTgt => Self::XrcTgt,
         }
     }
 }
@@ -720,13 +721,67 @@ mod tests {
         })
     }
 
+    /// The verbs layer's XRC_INI and XRC_TGT columns, as `kernel_rule`
+    /// gives the others (verbs.c of Linux 6.12). SQE to RTS is valid
+    /// without attributes, as for RC: a type that never enters SQE.
+    fn kernel_rule_xrc(t: QpType, from: QpState, to: QpState) -> Option<(u32, u32)> {
+        let ini = t == QpType::XrcIni;
+        let pick = |iniv: u32, tgtv: u32| if ini { iniv } else { tgtv };
+        let init = IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS;
+        let path = IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN;
+        let alt = IB_QP_ALT_PATH | IB_QP_ACCESS_FLAGS | IB_QP_PATH_MIG_STATE;
+        let to_rts = IB_QP_CUR_STATE | alt | pick(0, IB_QP_MIN_RNR_TIMER);
+        Some(match (from, to) {
+            (S::Reset, S::Reset) => (0, 0),
+            (S::Reset, S::Init) => (init, 0),
+            (_, S::Reset | S::Err) if from != S::Reset => (0, 0),
+            (S::Init, S::Init) => (0, init),
+            (S::Init, S::Rtr) => (
+                path | pick(0, IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER),
+                IB_QP_ALT_PATH | IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX,
+            ),
+            (S::Rtr, S::Rts) => (
+                IB_QP_TIMEOUT
+                    | IB_QP_SQ_PSN
+                    | pick(
+                        IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC,
+                        0,
+                    ),
+                to_rts,
+            ),
+            (S::Rts | S::Sqd, S::Rts) => (0, to_rts),
+            (S::Rts, S::Sqd) => (0, IB_QP_EN_SQD_ASYNC_NOTIFY),
+            (S::Sqd, S::Sqd) => (
+                0,
+                IB_QP_PORT
+                    | IB_QP_AV
+                    | IB_QP_TIMEOUT
+                    | IB_QP_ALT_PATH
+                    | IB_QP_ACCESS_FLAGS
+                    | IB_QP_PKEY_INDEX
+                    | IB_QP_PATH_MIG_STATE
+                    | pick(
+                        IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC,
+                        IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER,
+                    ),
+            ),
+            (S::Sqe, S::Rts) => (0, 0),
+            _ => return None,
+        })
+    }
+
     /// `ib_modify_qp_is_ok()` over the oracle: the CUR_STATE rule, the
     /// table's validity, required and optional bits.
     fn kernel_ok(t: QpType, from: QpState, to: QpState, mask: u32) -> bool {
         if mask & IB_QP_CUR_STATE != 0 && !matches!(from, S::Rtr | S::Rts | S::Sqd | S::Sqe) {
             return false;
         }
-        let Some((req, opt)) = kernel_rule(t, from, to) else {
+        let rule = if t.is_xrc() {
+            kernel_rule_xrc(t, from, to)
+        } else {
+            kernel_rule(t, from, to)
+        };
+        let Some((req, opt)) = rule else {
             return false;
         };
         mask & req == req && mask & !(req | opt | IB_QP_STATE) == 0
@@ -737,7 +792,14 @@ mod tests {
     /// covers every bit of every row.
     #[test]
     fn agrees_with_ib_modify_qp_is_ok() {
-        for t in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+        for t in [
+            QpType::Rc,
+            QpType::Uc,
+            QpType::Ud,
+            QpType::Gsi,
+            QpType::XrcIni,
+            QpType::XrcTgt,
+        ] {
             for from in STATES {
                 for to in STATES {
                     let base = match rule(from, to) {
@@ -807,5 +869,13 @@ mod tests {
         assert!(!ud.contains(A::AV) && !ud.contains(A::DEST_QPN) && !ud.contains(A::PATH_MTU));
         // The GSI QP's port is fixed at creation.
         assert!(!applicable(QpType::Gsi).contains(A::PORT));
+        // An XRC initiator has no responder side, an XRC target no
+        // requester retries.
+        let ini = applicable(QpType::XrcIni);
+        assert!(ini.contains(m(&[A::RETRY_CNT, A::MAX_QP_RD_ATOMIC, A::SQ_PSN])));
+        assert!(!ini.contains(A::MAX_DEST_RD_ATOMIC) && !ini.contains(A::MIN_RNR_TIMER));
+        let tgt = applicable(QpType::XrcTgt);
+        assert!(tgt.contains(m(&[A::MAX_DEST_RD_ATOMIC, A::MIN_RNR_TIMER, A::RQ_PSN])));
+        assert!(!tgt.contains(A::RETRY_CNT) && !tgt.contains(A::MAX_QP_RD_ATOMIC));
     }
 }

@@ -242,6 +242,10 @@ pub struct SendWqe {
     pub remote: RemoteAddr,
     /// Destination of a UD send; ignored on connected QPs.
     pub ud: UdDest,
+    /// The remote XRC SRQ number (SRQN) an XRC initiator's request goes to,
+    /// carried in every packet's XRCETH (IBA Annex A14); ignored by other
+    /// QP types.
+    pub xrc_srqn: u32,
 }
 
 /// A receive WQE taken off an RQ or SRQ.

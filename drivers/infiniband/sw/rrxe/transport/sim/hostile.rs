@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Hostile input: arbitrary byte strings and mutated packets of every
-//! opcode, fed to the parser and to RC, UC and UD QPs in every state they
-//! can receive in. A packet the parser takes must be handled by an IBA rule
+//! opcode, fed to the parser and to RC, UC, UD and XRC initiator and
+//! target QPs in every state they can receive in. A packet the parser takes must be handled by an IBA rule
 //! (a response, a completion, an async event, a memory, state or PSN
 //! change) or counted as a drop; one that it refuses is counted by the glue
 //! (`rcvd_malformed`). After the hostile phase a live pair still completes
@@ -22,7 +22,7 @@ use super::super::psn::{Msn, Psn};
 use super::super::qp::completion::{AsyncEvent, WcStatus};
 use super::super::qp::wqe::{SendFlags, SendOpcode, UdDest};
 use super::super::qp::TransportEvent;
-use super::tests::{check, consuming, inject, post_ops, random_ops, request_with, Op};
+use super::tests::{check, consuming, drain_tx, inject, post_ops, random_ops, request_with, Op};
 use super::*;
 use std::format;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -72,6 +72,9 @@ struct Aim {
 }
 
 const RKEY: u32 = 7;
+/// XRC SRQs of an attacked XRC target, numbered from 0 and in its XRC
+/// domain (0); the next SRQN is an SRQ of another domain.
+const HOSTILE_SRQS: usize = 3;
 const REGION_VA: u64 = 0x1000;
 const REGION_LEN: usize = 4096;
 
@@ -177,9 +180,14 @@ fn synthesize(rng: &mut XorShift, info: &OpcodeInfo, aim: &Aim) -> Vec<u8> {
                 })
             }
             ExtHeader::Xrceth => {
-                ext.xrceth = Some(Xrceth {
-                    xrc_srq: rng.below(1 << 24) as u32,
-                })
+                // Mostly an SRQ of an attacked XRC target, or its foreign
+                // one.
+                let xrc_srq = if rng.chance(0.7) {
+                    rng.below(HOSTILE_SRQS as u64 + 1) as u32
+                } else {
+                    rng.below(1 << 24) as u32
+                };
+                ext.xrceth = Some(Xrceth { xrc_srq })
             }
             ExtHeader::Reth => {
                 ext.reth = Some(Reth {
@@ -491,9 +499,10 @@ const STAGES: [Stage; 9] = [
 
 fn applies(qp_type: QpType, stage: Stage) -> bool {
     match stage {
-        Stage::In(QpState::Sqe) => qp_type != QpType::Rc,
-        Stage::RequesterBusy => qp_type == QpType::Rc,
-        Stage::ResponderMidMessage => qp_type.is_connected(),
+        // RC and XRC never enter SQE (IBA 10.3.1.6).
+        Stage::In(QpState::Sqe) => !matches!(qp_type, QpType::Rc | QpType::XrcIni | QpType::XrcTgt),
+        Stage::RequesterBusy => matches!(qp_type, QpType::Rc | QpType::XrcIni),
+        Stage::ResponderMidMessage => qp_type.is_connected() && qp_type != QpType::XrcIni,
         _ => true,
     }
 }
@@ -504,6 +513,7 @@ fn transport_of(qp_type: QpType) -> Transport {
         QpType::Rc => Transport::Rc,
         QpType::Uc => Transport::Uc,
         QpType::Ud | QpType::Gsi => Transport::Ud,
+        QpType::XrcIni | QpType::XrcTgt => Transport::Xrc,
     }
 }
 
@@ -535,7 +545,27 @@ fn random_setup(rng: &mut XorShift, qp_type: QpType, stage: Stage) -> Setup {
 fn attacked(setup: Setup, stage: Stage) -> Pair {
     let qp_type = setup.qp_type;
     let mut pair = Pair::unconnected(setup, 1, Link::PERFECT);
-    let steps = [connect_steps(setup, A), connect_steps(setup, B)];
+    // An XRC QP's peer is the other half of XRC.
+    let peer = match qp_type {
+        QpType::XrcIni => QpType::XrcTgt,
+        QpType::XrcTgt => QpType::XrcIni,
+        t => t,
+    };
+    pair.nodes[A] = Node::new(peer, QPN[A]);
+    let peer_setup = Setup {
+        qp_type: peer,
+        ..setup
+    };
+    let steps = [connect_steps(peer_setup, A), connect_steps(setup, B)];
+    if qp_type == QpType::XrcTgt {
+        for srqn in 0..=HOSTILE_SRQS as u32 {
+            let srq = FakeXrcSrq {
+                xrcd: u32::from(srqn == HOSTILE_SRQS as u32),
+                ..FakeXrcSrq::default()
+            };
+            pair.nodes[B].xrc.0.insert(srqn, srq);
+        }
+    }
     let upto = match stage {
         Stage::In(QpState::Reset) => 0,
         Stage::In(QpState::Init) => 1,
@@ -551,6 +581,19 @@ fn attacked(setup: Setup, stage: Stage) -> Pair {
     if stage != Stage::In(QpState::Reset) {
         for r in 0..4 {
             pair.nodes[B].post_recv(r, 16 * 1024);
+        }
+        // An XRC target's receives are its SRQs' (ids past the QP's own).
+        let b = &mut pair.nodes[B];
+        for (srqn, srq) in &mut b.xrc.0 {
+            for r in 0..4 {
+                let id = 100 + srqn * 4 + r;
+                b.mem.recv_bufs.insert(id, vec![0; 16 * 1024]);
+                srq.rq.queue.push_back(RecvWqe {
+                    wr_id: u64::from(id),
+                    length: 16 * 1024,
+                    id,
+                });
+            }
         }
     }
     pair.nodes[B].add_region(RKEY, REGION_VA, vec![0; REGION_LEN]);
@@ -679,6 +722,24 @@ fn uc_hostile_packets_are_handled_or_counted() {
         "uc_hostile_packets_are_handled_or_counted",
         QpType::Uc,
         0xF022_0002,
+    );
+}
+
+#[test]
+fn xrc_ini_hostile_packets_are_handled_or_counted() {
+    attack_every_stage(
+        "xrc_ini_hostile_packets_are_handled_or_counted",
+        QpType::XrcIni,
+        0xF022_0004,
+    );
+}
+
+#[test]
+fn xrc_tgt_hostile_packets_are_handled_or_counted() {
+    attack_every_stage(
+        "xrc_tgt_hostile_packets_are_handled_or_counted",
+        QpType::XrcTgt,
+        0xF022_0005,
     );
 }
 
@@ -1006,4 +1067,40 @@ fn hostile_drops_are_counted_by_reason() {
     let mut p = attacked(setup_of(QpType::Uc), Stage::In(QpState::Rts));
     let middle = request_with(codes::UC_BASE + 1, 105, false, none(), &[0; 256][..mtu]);
     count(&mut p, &middle, TransportEvent::UcDropped);
+    // XRC (IBA Annex A14): a request at an initiator, a response or an RC
+    // request at a target, and a request naming an SRQ of another XRC
+    // domain or none at all, refused with NAK Remote Access Error.
+    let xrc_to = |srqn| ExtHeaders {
+        xrceth: Some(Xrceth { xrc_srq: srqn }),
+        ..ExtHeaders::default()
+    };
+    let mut p = attacked(setup_of(QpType::XrcIni), Stage::In(QpState::Rts));
+    count(&mut p, &xrc_send, TransportEvent::WrongTransport);
+    let epsn = Setup::rc().sq_psn[A];
+    for bytes in [
+        request_with(
+            codes::XRC_BASE + codes::RC_ACKNOWLEDGE,
+            epsn,
+            false,
+            ack,
+            &[],
+        ),
+        request_with(codes::RC_SEND_ONLY, epsn, true, none(), b"rc"),
+    ] {
+        let mut p = attacked(setup_of(QpType::XrcTgt), Stage::In(QpState::Rts));
+        count(&mut p, &bytes, TransportEvent::WrongTransport);
+    }
+    for srqn in [HOSTILE_SRQS as u32, 0x00AB_CDEF] {
+        let mut p = attacked(setup_of(QpType::XrcTgt), Stage::In(QpState::Rts));
+        let send = request_with(codes::XRC_BASE + 4, epsn, true, xrc_to(srqn), b"x");
+        count(&mut p, &send, TransportEvent::XrcSrqRefused);
+        let sent = drain_tx(&mut p.nodes[B], p.now);
+        let nak = Syndrome::Nak(super::super::aeth::NakCode::RemoteAccessError);
+        assert!(
+            sent.iter()
+                .any(|s| s.0 == codes::XRC_BASE + codes::RC_ACKNOWLEDGE && s.2 == Some(nak)),
+            "no NAK Remote Access Error: {sent:?}"
+        );
+        assert_eq!(p.nodes[B].qp.state(), QpState::Err);
+    }
 }

@@ -12,16 +12,17 @@ mod credits;
 mod hostile;
 mod migration;
 mod tests;
+mod xrc;
 
 use super::aeth::Syndrome;
 use super::packet;
 use super::psn::Msn;
 use super::qp::completion::{AsyncEvent, Completion};
-use super::qp::memory::{AtomicOp, LocalError, Memory, RemoteAccess, RemoteError};
+use super::qp::memory::{AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
 use super::qp::{
     AccessFlags, Arrival, Dest, Io, ModifyQp, PKey, PathHandle, Qp, QpState, QpStats, QpType,
-    MAX_PACKET_LEN,
+    XrcSrq, XrcSrqs, MAX_PACKET_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::vec;
@@ -132,6 +133,31 @@ pub struct Region {
     pub data: Vec<u8>,
     pub access: AccessFlags,
     pub valid: bool,
+    /// The protection domain the region belongs to: an access checked in
+    /// an XRC SRQ's PD must name it.
+    pub pd: u32,
+}
+
+/// An XRC SRQ of the fake table: its WQEs, XRC domain and PD.
+#[derive(Default, Debug)]
+pub struct FakeXrcSrq {
+    pub rq: FakeRq,
+    pub xrcd: u32,
+    pub pd: u32,
+}
+
+/// The XRC SRQs a node's XRC target may deliver to, by SRQN.
+#[derive(Default, Debug)]
+pub struct FakeXrcSrqs(pub BTreeMap<u32, FakeXrcSrq>);
+
+impl XrcSrqs for FakeXrcSrqs {
+    fn srq(&mut self, srqn: u32) -> Option<XrcSrq<'_>> {
+        self.0.get_mut(&srqn).map(|s| XrcSrq {
+            rq: &mut s.rq,
+            xrcd: s.xrcd,
+            pd: PdOf::XrcSrq(s.pd),
+        })
+    }
 }
 
 #[derive(Default, Debug)]
@@ -152,18 +178,27 @@ pub struct FakeMem {
 impl FakeMem {
     fn region(
         &mut self,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: usize,
         access: AccessFlags,
     ) -> Result<&mut [u8], RemoteError> {
-        let r = self.regions.get_mut(&rkey).ok_or(RemoteError::Access)?;
-        if !r.valid || !r.access.contains(access) || va < r.va {
+        let r = self.regions.get_mut(&rkey.key).ok_or(RemoteError::Access)?;
+        if !r.valid || !in_pd(rkey, r) || !r.access.contains(access) || va < r.va {
             return Err(RemoteError::Access);
         }
         let start = (va - r.va) as usize;
         let end = start.checked_add(len).ok_or(RemoteError::Access)?;
         r.data.get_mut(start..end).ok_or(RemoteError::Access)
+    }
+}
+
+/// Whether `rkey` may name region `r`: any region the QP's own PD (the
+/// fakes keep one for RC and UC), an XRC SRQ's only its PD's.
+fn in_pd(rkey: RKey, r: &Region) -> bool {
+    match rkey.pd {
+        PdOf::Qp => true,
+        PdOf::XrcSrq(pd) => pd == r.pd,
     }
 }
 
@@ -231,7 +266,7 @@ impl Memory for FakeMem {
     }
     fn check_remote(
         &mut self,
-        rkey: u32,
+        rkey: RKey,
         va: u64,
         len: u32,
         access: RemoteAccess,
@@ -239,17 +274,17 @@ impl Memory for FakeMem {
         self.region(rkey, va, len as usize, access_of(access))
             .map(|_| ())
     }
-    fn write_remote(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), RemoteError> {
+    fn write_remote(&mut self, rkey: RKey, va: u64, src: &[u8]) -> Result<(), RemoteError> {
         self.region(rkey, va, src.len(), AccessFlags::REMOTE_WRITE)?
             .copy_from_slice(src);
         self.writes += 1;
         Ok(())
     }
-    fn read_remote(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
+    fn read_remote(&mut self, rkey: RKey, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
         dst.copy_from_slice(self.region(rkey, va, dst.len(), AccessFlags::REMOTE_READ)?);
         Ok(())
     }
-    fn atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
+    fn atomic(&mut self, rkey: RKey, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
         }
@@ -275,13 +310,14 @@ impl Memory for FakeMem {
         self.writes += 1;
         Ok(orig)
     }
-    fn invalidate(&mut self, rkey: u32) -> Result<(), RemoteError> {
+    fn invalidate(&mut self, rkey: RKey) -> Result<(), RemoteError> {
         let r = self
             .regions
-            .get_mut(&rkey)
+            .get_mut(&rkey.key)
+            .filter(|r| in_pd(rkey, r))
             .ok_or(RemoteError::InvalidRequest)?;
         r.valid = false;
-        self.invalidated.push(rkey);
+        self.invalidated.push(rkey.key);
         self.writes += 1;
         Ok(())
     }
@@ -296,6 +332,8 @@ pub struct Node {
     pub sq: FakeSq,
     pub rq: FakeRq,
     pub mem: FakeMem,
+    /// XRC SRQs (an XRC target's).
+    pub xrc: FakeXrcSrqs,
     pub completions: Vec<Completion>,
     pub events: Vec<AsyncEvent>,
     /// Transport events counted so far.
@@ -310,6 +348,7 @@ impl Node {
             sq: FakeSq::default(),
             rq: FakeRq::default(),
             mem: FakeMem::default(),
+            xrc: FakeXrcSrqs::default(),
             completions: Vec::new(),
             events: Vec::new(),
             stats: QpStats::ZERO,
@@ -323,6 +362,7 @@ impl Node {
             sq: &mut self.sq,
             rq: &mut self.rq,
             mem: &mut self.mem,
+            xrc: &mut self.xrc,
         };
         f(&mut self.qp, &mut io)
     }
@@ -364,6 +404,11 @@ impl Node {
     }
 
     pub fn add_region(&mut self, rkey: u32, va: u64, data: Vec<u8>) {
+        self.add_region_in(rkey, va, 0, data);
+    }
+
+    /// A region of protection domain `pd`, with every remote right.
+    pub fn add_region_in(&mut self, rkey: u32, va: u64, pd: u32, data: Vec<u8>) {
         self.mem.regions.insert(
             rkey,
             Region {
@@ -371,6 +416,7 @@ impl Node {
                 data,
                 access: AccessFlags::ALL,
                 valid: true,
+                pd,
             },
         );
     }
@@ -526,7 +572,11 @@ pub const ALT_PATH: PathHandle = PathHandle(1);
 /// with exactly the attributes the transition table asks of its type.
 pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
     let connected = setup.qp_type.is_connected();
+    // RC's requester and responder attributes; an XRC initiator has only
+    // the first, an XRC target only the second (and an ACK timeout).
     let rc = setup.qp_type == QpType::Rc;
+    let requester = rc || setup.qp_type == QpType::XrcIni;
+    let responder = rc || setup.qp_type == QpType::XrcTgt;
     let init = ModifyQp {
         state: Some(QpState::Init),
         pkey: Some(PKey::DEFAULT),
@@ -542,8 +592,8 @@ pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
             path_mtu: Some(setup.mtu),
             dest_qpn: Some(QPN[1 - i]),
             rq_psn: Some(setup.sq_psn[1 - i]),
-            max_dest_rd_atomic: rc.then_some(setup.rd_atomic),
-            min_rnr_timer: rc.then_some(setup.min_rnr_timer),
+            max_dest_rd_atomic: responder.then_some(setup.rd_atomic),
+            min_rnr_timer: responder.then_some(setup.min_rnr_timer),
             ..ModifyQp::default()
         }
     } else {
@@ -555,10 +605,10 @@ pub fn connect_steps(setup: Setup, i: usize) -> [ModifyQp; 3] {
     let rts = ModifyQp {
         state: Some(QpState::Rts),
         sq_psn: Some(setup.sq_psn[i]),
-        timeout: rc.then_some(setup.timeout),
-        retry_cnt: rc.then_some(setup.retry_cnt),
-        rnr_retry: rc.then_some(setup.rnr_retry),
-        max_rd_atomic: rc.then_some(setup.rd_atomic),
+        timeout: (requester || responder).then_some(setup.timeout),
+        retry_cnt: requester.then_some(setup.retry_cnt),
+        rnr_retry: requester.then_some(setup.rnr_retry),
+        max_rd_atomic: requester.then_some(setup.rd_atomic),
         ..ModifyQp::default()
     };
     [init, rtr, rts]

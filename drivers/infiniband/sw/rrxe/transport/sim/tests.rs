@@ -37,11 +37,11 @@ const COUNTER_VA: u64 = 0x8000_0000;
 const COUNTER_INIT: u64 = 1000;
 const RECV_LEN: u32 = 64 * 1024;
 
-fn rkey_of(i: usize) -> u32 {
+pub(super) fn rkey_of(i: usize) -> u32 {
     0x1000 + i as u32
 }
 
-fn va_of(i: usize) -> u64 {
+pub(super) fn va_of(i: usize) -> u64 {
     0x10_0000_0000 + ((i as u64) << 20) + 4
 }
 
@@ -54,21 +54,24 @@ fn random_len(rng: &mut XorShift) -> u32 {
 }
 
 pub(super) fn random_ops(rng: &mut XorShift, n: usize) -> Vec<Op> {
-    (0..n)
-        .map(|_| match rng.below(8) {
-            0 => Op::Send(random_len(rng)),
-            1 => Op::SendImm(random_len(rng)),
-            2 => Op::Write(random_len(rng)),
-            3 => Op::WriteImm(random_len(rng)),
-            4 => Op::Read(random_len(rng)),
-            5 => Op::FetchAdd(rng.below(1 << 40)),
-            6 => Op::AtomicWrite(rng.next_u64()),
-            _ => Op::CmpSwap {
-                hit: rng.chance(0.5),
-                swap: rng.next_u64(),
-            },
-        })
-        .collect()
+    (0..n).map(|_| random_op(rng, random_len)).collect()
+}
+
+/// A random WR, of `len(rng)` bytes where it moves data.
+pub(super) fn random_op(rng: &mut XorShift, len: fn(&mut XorShift) -> u32) -> Op {
+    match rng.below(8) {
+        0 => Op::Send(len(rng)),
+        1 => Op::SendImm(len(rng)),
+        2 => Op::Write(len(rng)),
+        3 => Op::WriteImm(len(rng)),
+        4 => Op::Read(len(rng)),
+        5 => Op::FetchAdd(rng.below(1 << 40)),
+        6 => Op::AtomicWrite(rng.next_u64()),
+        _ => Op::CmpSwap {
+            hit: rng.chance(0.5),
+            swap: rng.next_u64(),
+        },
+    }
 }
 
 /// What a scenario run found.
@@ -102,6 +105,101 @@ pub(super) fn consuming(ops: &[Op]) -> usize {
         .count()
 }
 
+/// What WR `i` of a scenario needs.
+pub(super) struct Wr {
+    /// Its send WQE, signaled, wr_id `i`.
+    pub(super) wqe: SendWqe,
+    /// Its local buffer.
+    pub(super) local: Vec<u8>,
+    /// The target region (Writes, Reads, Atomic Writes), under the WQE's
+    /// R_Key: its address and initial data.
+    pub(super) region: Option<(u64, Vec<u8>)>,
+    /// What the target (Sends, Writes) or the local buffer (Reads) must
+    /// hold afterwards.
+    pub(super) source: Vec<u8>,
+    /// An atomic on the counter: the original value it must return.
+    pub(super) orig: Option<u64>,
+}
+
+/// Builds WR `i` of `op`, its data from `rng`; an atomic goes to the
+/// counter at `counter_at`, whose value by then is `counter`.
+pub(super) fn build_wr(
+    op: Op,
+    i: usize,
+    rng: &mut XorShift,
+    counter: &mut u64,
+    counter_at: RemoteAddr,
+) -> Wr {
+    let mut region = None;
+    let mut orig = None;
+    let (opcode, len, local) = match op {
+        Op::Send(n) => (SendOpcode::Send, n, rng.bytes(n as usize)),
+        Op::SendImm(n) => (SendOpcode::SendWithImm(i as u32), n, rng.bytes(n as usize)),
+        Op::Write(n) | Op::WriteImm(n) => {
+            region = Some((va_of(i), vec![0; n as usize]));
+            let opcode = if matches!(op, Op::Write(_)) {
+                SendOpcode::RdmaWrite
+            } else {
+                SendOpcode::RdmaWriteWithImm(!(i as u32))
+            };
+            (opcode, n, rng.bytes(n as usize))
+        }
+        Op::Read(n) => {
+            region = Some((va_of(i), rng.bytes(n as usize)));
+            (SendOpcode::RdmaRead, n, vec![0; n as usize])
+        }
+        Op::FetchAdd(add) => {
+            orig = Some(*counter);
+            *counter = counter.wrapping_add(add);
+            (SendOpcode::AtomicFetchAdd { add }, 8, vec![0; 8])
+        }
+        Op::CmpSwap { hit, swap } => {
+            let compare = if hit { *counter } else { !*counter };
+            orig = Some(*counter);
+            if hit {
+                *counter = swap;
+            }
+            (SendOpcode::AtomicCmpSwap { compare, swap }, 8, vec![0; 8])
+        }
+        Op::AtomicWrite(v) => {
+            // 8-byte aligned, as the operation requires.
+            region = Some((va_of(i) + 4, vec![0; 8]));
+            let value = v.to_ne_bytes();
+            (SendOpcode::AtomicWrite { value }, 8, value.to_vec())
+        }
+    };
+    let source = match (&op, &region) {
+        (Op::Read(_), Some((_, data))) => data.clone(),
+        _ => local.clone(),
+    };
+    let remote = match (&region, orig) {
+        (_, Some(_)) => counter_at,
+        (Some((va, _)), None) => RemoteAddr {
+            va: *va,
+            rkey: rkey_of(i),
+        },
+        (None, None) => RemoteAddr {
+            va: va_of(i),
+            rkey: rkey_of(i),
+        },
+    };
+    let wqe = SendWqe {
+        wr_id: i as u64,
+        flags: SendFlags::SIGNALED,
+        opcode,
+        length: len,
+        remote,
+        ..SendWqe::default()
+    };
+    Wr {
+        wqe,
+        local,
+        region,
+        source,
+        orig,
+    }
+}
+
 /// Posts `ops` on A towards B (and, with `recvs`, the receives they
 /// consume on B), without running them.
 pub(super) fn post_ops(mut pair: Pair, seed: u64, ops: Vec<Op>, recvs: bool) -> Outcome {
@@ -120,69 +218,19 @@ pub(super) fn post_ops(mut pair: Pair, seed: u64, ops: Vec<Op>, recvs: bool) -> 
     let mut atomic_orig = BTreeMap::new();
     let mut counter = COUNTER_INIT;
     for (i, op) in ops.iter().enumerate() {
-        let mut wqe = SendWqe {
-            wr_id: i as u64,
-            flags: SendFlags::SIGNALED,
-            remote: RemoteAddr {
-                va: va_of(i),
-                rkey: rkey_of(i),
-            },
-            ..SendWqe::default()
+        let counter_at = RemoteAddr {
+            va: COUNTER_VA,
+            rkey: COUNTER_RKEY,
         };
-        let (opcode, len, local) = match *op {
-            Op::Send(n) => (SendOpcode::Send, n, rng.bytes(n as usize)),
-            Op::SendImm(n) => (SendOpcode::SendWithImm(i as u32), n, rng.bytes(n as usize)),
-            Op::Write(n) | Op::WriteImm(n) => {
-                pair.nodes[B].add_region(rkey_of(i), va_of(i), vec![0; n as usize]);
-                let opcode = if matches!(op, Op::Write(_)) {
-                    SendOpcode::RdmaWrite
-                } else {
-                    SendOpcode::RdmaWriteWithImm(!(i as u32))
-                };
-                (opcode, n, rng.bytes(n as usize))
-            }
-            Op::Read(n) => {
-                let data = rng.bytes(n as usize);
-                pair.nodes[B].add_region(rkey_of(i), va_of(i), data.clone());
-                sources.push(data);
-                (SendOpcode::RdmaRead, n, vec![0; n as usize])
-            }
-            Op::FetchAdd(add) => {
-                wqe.remote = RemoteAddr {
-                    va: COUNTER_VA,
-                    rkey: COUNTER_RKEY,
-                };
-                atomic_orig.insert(i, counter);
-                counter = counter.wrapping_add(add);
-                (SendOpcode::AtomicFetchAdd { add }, 8, vec![0; 8])
-            }
-            Op::CmpSwap { hit, swap } => {
-                wqe.remote = RemoteAddr {
-                    va: COUNTER_VA,
-                    rkey: COUNTER_RKEY,
-                };
-                let compare = if hit { counter } else { !counter };
-                atomic_orig.insert(i, counter);
-                if hit {
-                    counter = swap;
-                }
-                (SendOpcode::AtomicCmpSwap { compare, swap }, 8, vec![0; 8])
-            }
-            Op::AtomicWrite(v) => {
-                // 8-byte aligned, as the operation requires.
-                let va = va_of(i) + 4;
-                wqe.remote.va = va;
-                pair.nodes[B].add_region(rkey_of(i), va, vec![0; 8]);
-                let value = v.to_ne_bytes();
-                (SendOpcode::AtomicWrite { value }, 8, value.to_vec())
-            }
-        };
-        if !matches!(op, Op::Read(_)) {
-            sources.push(local.clone());
+        let wr = build_wr(*op, i, &mut rng, &mut counter, counter_at);
+        if let Some((va, data)) = wr.region {
+            pair.nodes[B].add_region(wr.wqe.remote.rkey, va, data);
         }
-        wqe.opcode = opcode;
-        wqe.length = len;
-        pair.nodes[A].post_send(wqe, local);
+        if let Some(orig) = wr.orig {
+            atomic_orig.insert(i, orig);
+        }
+        sources.push(wr.source);
+        pair.nodes[A].post_send(wr.wqe, wr.local);
     }
     Outcome {
         pair,
