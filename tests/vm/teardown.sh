@@ -68,6 +68,32 @@ start() {
 	wait_for 60 moving "$dev" "$base"
 }
 
+# stop: kills and reaps the traffic's two processes.
+stop() {
+	kill -9 "$SRV" "$CLI" 2>/dev/null
+	wait "$SRV" "$CLI" 2>/dev/null
+}
+
+# device_traffic TAG DEV NETDEV ADDR PORT: adds DEV over NETDEV and starts traffic on it
+# (start); a failure is reported under TAG and returns non-zero.
+device_traffic() {
+	local tag=$1 dev=$2 g
+	rdma link add "$dev" type rrxe netdev "$3" || { _tap_result fail "$tag: rdma link add $dev"; return 1; }
+	g=$(gid_of "$dev" "$4") || { _tap_result fail "$tag: $dev has its GID"; return 1; }
+	start "$dev" "$g" "$5" 1000000 65536 && return 0
+	_tap_result fail "$tag: traffic started" "$(cat "$LOG/srv" "$LOG/cli")"
+	return 0
+}
+
+# deleted DESC PID LOG DEV: stops the traffic; then PID, a deletion waiting for it, must
+# finish (LOG has its output) and DEV be gone. DESC is "TAG: what".
+deleted() {
+	stop
+	reap "$2" 120
+	report "$1" $? "$(cat "$3")"
+	check "${1%%:*}: $4 is gone" wait_for 60 test ! -e "$SYS/$4"
+}
+
 # gone PID...: none of the processes is left (reaped).
 gone() {
 	local p
@@ -75,6 +101,27 @@ gone() {
 		kill -0 "$p" 2>/dev/null && return 1
 	done
 	return 0
+}
+
+# reap PID SECS: waits for PID (killed after SECS); returns its status.
+reap() {
+	local wd s
+	(sleep "$2" && kill -9 "$1") 2>/dev/null &
+	wd=$!
+	wait "$1"
+	s=$?
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	return $s
+}
+
+# report DESC STATUS DETAIL: ok if STATUS is 0, else not ok with the status and DETAIL.
+report() {
+	if [ "$2" = 0 ]; then
+		_tap_result ok "$1"
+	else
+		_tap_result fail "$1" "status $2: $3"
+	fi
 }
 
 # no_user_qps DEV: no QP of a process (every QP listed names no pingpong) on DEV.
@@ -109,8 +156,7 @@ for r in $(seq "$KILLS"); do
 	esac
 	if ! start rrxe0 "$G0" "$port" 1000000 65536; then
 		_tap_result fail "round $r: traffic started" "$(cat "$LOG/srv" "$LOG/cli")"
-		kill -9 "$SRV" "$CLI" 2>/dev/null
-		wait "$SRV" "$CLI" 2>/dev/null
+		stop
 		continue
 	fi
 	case $what in
@@ -119,8 +165,7 @@ for r in $(seq "$KILLS"); do
 	both) kill -9 "$CLI" "$SRV" ;;
 	esac
 	sleep 1
-	kill -9 "$SRV" "$CLI" 2>/dev/null
-	wait "$SRV" "$CLI" 2>/dev/null
+	stop
 	check "round $r: kill -9 of the $what mid-transfer, both ends gone" gone "$SRV" "$CLI"
 	check "round $r: no QP of theirs left on rrxe0" wait_for 30 no_user_qps rrxe0
 	check "round $r: rrxe0 carries a checked exchange afterwards" exchange rrxe0 "$G0" $((port + 500))
@@ -135,8 +180,7 @@ if start rrxe0 "$G0" "$port" 1000000 65536; then
 else
 	_tap_result fail "traffic for rmmod started" "$(cat "$LOG/srv" "$LOG/cli")"
 fi
-kill -9 "$SRV" "$CLI" 2>/dev/null
-wait "$SRV" "$CLI" 2>/dev/null
+stop
 
 # --- link flap ------------------------------------------------------------------------------
 # A flap well inside the retry budget (ibv_rc_pingpong: 7 retries of a 67 ms ACK timeout,
@@ -145,28 +189,18 @@ for r in $(seq "$ROUNDS"); do
 	port=$((port + 1))
 	if ! start rrxe0 "$G0" "$port" 300 4096; then
 		_tap_result fail "flap $r: traffic started" "$(cat "$LOG/srv" "$LOG/cli")"
-		kill -9 "$SRV" "$CLI" 2>/dev/null
-		wait "$SRV" "$CLI" 2>/dev/null
+		stop
 		continue
 	fi
 	ip link set tdv4 down
 	sleep 0.2
 	ip link set tdv4 up
-	# A watchdog ends a hang; `wait` then gives each end's status.
-	(sleep 300 && kill -9 "$CLI" "$SRV") 2>/dev/null &
-	wd=$!
-	wait "$CLI"
+	reap "$CLI" 300
 	c=$?
-	wait "$SRV"
+	reap "$SRV" 60
 	sv=$?
-	kill "$wd" 2>/dev/null
-	wait "$wd" 2>/dev/null
-	if [ "$c" = 0 ] && [ "$sv" = 0 ]; then
-		_tap_result ok "flap $r: a 0.2 s link flap mid-transfer, both ends complete, buffers checked"
-	else
-		_tap_result fail "flap $r: a 0.2 s link flap mid-transfer, both ends complete, buffers checked" \
-			"$(printf 'client %s, server %s\n' "$c" "$sv"; tail -5 "$LOG/cli" "$LOG/srv")"
-	fi
+	report "flap $r: a 0.2 s link flap mid-transfer, both ends complete, buffers checked" \
+		$((c | sv)) "client $c, server $sv; $(tail -n 5 "$LOG/cli" "$LOG/srv")"
 	wait_for 10 gid_index rrxe0 198.18.42.1
 done
 
@@ -175,25 +209,12 @@ done
 # processes lets the deletion finish. The device can be added again and used.
 for r in $(seq "$ROUNDS"); do
 	port=$((port + 1))
-	rdma link add rrxe1 type rrxe netdev tdv0 || { _tap_result fail "delete $r: rdma link add rrxe1"; continue; }
-	G1=$(gid_of rrxe1 198.18.40.1) || { _tap_result fail "delete $r: rrxe1 has its GID"; continue; }
-	if ! start rrxe1 "$G1" "$port" 1000000 65536; then
-		_tap_result fail "delete $r: traffic started" "$(cat "$LOG/srv" "$LOG/cli")"
-	fi
-	timeout 120 rdma link delete rrxe1 >"$LOG/del" 2>&1 &
+	device_traffic "delete $r" rrxe1 tdv0 198.18.40.1 "$port" || continue
+	rdma link delete rrxe1 >"$LOG/del" 2>&1 &
 	del=$!
 	sleep 1
-	kill -9 "$SRV" "$CLI" 2>/dev/null
-	wait "$SRV" "$CLI" 2>/dev/null
-	wait "$del"
-	d=$?
-	if [ "$d" = 0 ]; then
-		_tap_result ok "delete $r: rdma link delete rrxe1 under traffic finishes once the processes die"
-	else
-		_tap_result fail "delete $r: rdma link delete rrxe1 under traffic finishes once the processes die" \
-			"status $d: $(cat "$LOG/del")"
-	fi
-	check "delete $r: rrxe1 is gone" wait_for 30 test ! -e "$SYS/rrxe1"
+	deleted "delete $r: rdma link delete rrxe1 under traffic finishes once the processes die" \
+		"$del" "$LOG/del" rrxe1
 done
 if rdma link add rrxe1 type rrxe netdev tdv0 && G1=$(gid_of rrxe1 198.18.40.1); then
 	check "rrxe1 added again carries a checked exchange" exchange rrxe1 "$G1" $((port + 500))
@@ -216,31 +237,14 @@ for r in $(seq "$ROUNDS"); do
 		ip link set tdv3 up
 		ip addr add 198.18.41.1/24 dev tdv2
 	fi
-	rdma link add rrxe2 type rrxe netdev tdv2 || { _tap_result fail "netdev $r: rdma link add rrxe2"; continue; }
-	G2=$(gid_of rrxe2 198.18.41.1) || { _tap_result fail "netdev $r: rrxe2 has its GID"; continue; }
-	if ! start rrxe2 "$G2" "$port" 1000000 65536; then
-		_tap_result fail "netdev $r: traffic started" "$(cat "$LOG/srv" "$LOG/cli")"
-	fi
+	device_traffic "netdev $r" rrxe2 tdv2 198.18.41.1 "$port" || continue
 	ip link delete tdv2 >"$LOG/ipdel" 2>&1 &
 	del=$!
 	sleep 1
 	check "netdev $r: while ip link delete tdv2 waits, the network stack answers (veth add/delete)" \
 		bash -c "timeout 30 ip link add tdx0 type veth peer name tdx1 && timeout 30 ip link delete tdx0"
-	kill -9 "$SRV" "$CLI" 2>/dev/null
-	wait "$SRV" "$CLI" 2>/dev/null
-	(sleep 120 && kill -9 "$del") 2>/dev/null &
-	wd=$!
-	wait "$del"
-	d=$?
-	kill "$wd" 2>/dev/null
-	wait "$wd" 2>/dev/null
-	if [ "$d" = 0 ]; then
-		_tap_result ok "netdev $r: ip link delete tdv2 under traffic returns once the processes die"
-	else
-		_tap_result fail "netdev $r: ip link delete tdv2 under traffic returns once the processes die" \
-			"status $d: $(cat "$LOG/ipdel")"
-	fi
-	check "netdev $r: rrxe2 is gone" wait_for 60 test ! -e "$SYS/rrxe2"
+	deleted "netdev $r: ip link delete tdv2 under traffic returns once the processes die" \
+		"$del" "$LOG/ipdel" rrxe2
 done
 
 check "rdma link delete rrxe0" rdma link delete rrxe0
