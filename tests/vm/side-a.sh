@@ -5,7 +5,7 @@ here=$(dirname "$0")
 # Side B runs srq-peer.sh: srq.sh's two-VM half runs against it.
 export RRXE_SRQ_PEER=${RRXE_SRQ_PEER:-1}
 rc=0
-for t in foundation.sh objects.sh mr.sh kverbs.sh verbs.sh srq.sh mw.sh negative.sh qp.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh teardown.sh; do
+for t in foundation.sh objects.sh mr.sh kverbs.sh verbs.sh srq.sh xrc.sh mw.sh negative.sh qp.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh teardown.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1

@@ -18,6 +18,10 @@ pub(crate) const SGE_LEN: usize = 16;
 pub(crate) mod send {
     /// `wr.wr_id`.
     pub(crate) const WR_ID: usize = 0;
+    /// The remote SRQ number of an XRC initiator's WQE (IBA Annex A14: the XRCETH it
+    /// sends), in what rdma_rxe's `struct rxe_send_wr` leaves `reserved` (an rxe provider
+    /// without XRC writes 0 there).
+    pub(crate) const XRC_SRQN: usize = 8;
     /// `wr.opcode`.
     pub(crate) const OPCODE: usize = 12;
     /// `wr.send_flags`.

@@ -15,14 +15,17 @@ const PORT_COUNTERS: usize = 12;
 /// Counters after the transport events in [`NAMES`].
 const MEM_COUNTERS: usize = 3;
 
-/// Multicast counters, last in [`NAMES`].
+/// Multicast counters, after the memory ones in [`NAMES`].
 const MCAST_COUNTERS: usize = 4;
+/// XRC counters, last in [`NAMES`].
+const XRC_COUNTERS: usize = 1;
 
 /// The counters' names, in the order [`Counters::read`] fills them. The `wire_*` ones count
 /// packets dropped before they could be matched to a device (bad ICRC, truncated or
 /// malformed IP/UDP, no device on the netdev): they are the same on every rrxe device.
 /// All the counters.
-const COUNT: usize = PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS + MCAST_COUNTERS;
+const COUNT: usize =
+    PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS + MCAST_COUNTERS + XRC_COUNTERS;
 
 static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("sent_pkts"),
@@ -71,11 +74,13 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("fast_reg_mrs"),
     c_str!("local_invalidates"),
     c_str!("remote_invalidates"),
-    // UD multicast, last.
+    // UD multicast.
     c_str!("mcast_pkts_sent"),
     c_str!("mcast_pkts_rcvd"),
     c_str!("rcvd_mcast_no_group"),
     c_str!("mcast_copy_failures"),
+    // XRC, last.
+    c_str!("xrc_completions_dropped"),
 ]);
 
 /// The counter names for the RDMA core.
@@ -138,6 +143,9 @@ pub(crate) struct Counters {
     pub(crate) mcast_no_group: Counter,
     /// Copies for a group's further QPs that could not be made (no memory).
     pub(crate) mcast_copy_failures: Counter,
+    /// Receive completions of an XRC target whose XRC SRQ was destroyed before they were
+    /// delivered (the WQE went with the SRQ).
+    pub(crate) xrc_completions_dropped: Counter,
 }
 
 impl Counters {
@@ -180,10 +188,14 @@ impl Counters {
             self.mcast_no_group.get(),
             self.mcast_copy_failures.get(),
         ];
-        for (v, a) in values
-            .iter_mut()
-            .zip(port.into_iter().chain(transport).chain(mem).chain(mcast))
-        {
+        let xrc = [self.xrc_completions_dropped.get()];
+        for (v, a) in values.iter_mut().zip(
+            port.into_iter()
+                .chain(transport)
+                .chain(mem)
+                .chain(mcast)
+                .chain(xrc),
+        ) {
             *v = a;
         }
     }

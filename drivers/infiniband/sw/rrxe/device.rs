@@ -8,11 +8,12 @@ use crate::glue::bindings as b;
 use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
+use crate::glue::rdma::object::XrcdId;
 use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
 use crate::qp::object::{QpTable, PORT};
 use crate::shared::DeviceShared;
-use crate::srq::{self, SrqTable};
+use crate::srq;
 use crate::transport::qp::context::MAX_RD_ATOMIC;
 
 /// Automatic path migration (IBA 17.2.8), claimed only where the RDMA core lets a RoCE QP
@@ -25,7 +26,7 @@ const APM_CAP: b::ib_device_cap_flags = if cfg!(rrxe_core_apm) {
     0
 };
 use crate::wq;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -63,8 +64,8 @@ impl RxHandler for DeviceCore {
 pub(crate) struct RrxeDevice {
     /// What the receive path and the QPs reach.
     pub(crate) core: Arc<DeviceCore>,
-    /// The SRQs, by SRQ number.
-    pub(crate) srqs: Pin<KBox<SrqTable>>,
+    /// Numbers for new XRC domains.
+    next_xrcd: AtomicU32,
     /// EUI-64 from the netdev's MAC (IBA 4.1.1: the GUID is an EUI-64).
     guid: u64,
     /// Whether the port was last reported active, so events go out on transitions only.
@@ -103,11 +104,18 @@ impl RrxeDevice {
         })?;
         Ok(Self {
             core,
-            srqs: KBox::pin_init(SrqTable::new(), GFP_KERNEL)?,
+            next_xrcd: AtomicU32::new(0),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
             _rx: rx,
         })
+    }
+
+    /// A number for a new XRC domain. It wraps after 2^32 allocations; a domain that lives
+    /// that long while others come and go could share its number with a new one, and only
+    /// then could an XRC target of one reach an SRQ of the other.
+    pub(crate) fn new_xrcd(&self) -> XrcdId {
+        XrcdId(self.next_xrcd.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The state the device's QPs share.
@@ -147,6 +155,8 @@ impl RrxeDevice {
                 // Fast Register and Local/Remote Invalidate: kernel ULPs (nvme-rdma, iSER,
                 // NFS/RDMA) refuse devices without them.
                 | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS
+                // XRC domains, XRC SRQs and XRC QPs (IBA 11.2.10, Annex A14).
+                | b::ib_device_cap_flags_IB_DEVICE_XRC
                 | APM_CAP) as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
             max_pd: params::MAX_PD,

@@ -13,6 +13,7 @@ use crate::transport::qp::memory::{
     AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError,
 };
 use crate::transport::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, Sge};
+use core::cell::Cell;
 
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
@@ -20,13 +21,15 @@ pub(crate) struct QpMemory<'a> {
     /// receives.
     pub(crate) grh: Option<[u8; 40]>,
     dev: &'a DeviceShared,
-    pd: PdId,
+    /// The PD local keys are checked in: the QP's, or for an XRC target the PD of the SRQ
+    /// its current message takes from, which the SRQ lookup sets during the call.
+    pd: &'a Cell<PdId>,
     /// The QP: type 2 windows answer only the QP they were bound through.
     qp: QpIncarnation,
 }
 
 impl<'a> QpMemory<'a> {
-    pub(crate) fn new(dev: &'a DeviceShared, pd: PdId, qp: QpIncarnation) -> Self {
+    pub(crate) fn new(dev: &'a DeviceShared, pd: &'a Cell<PdId>, qp: QpIncarnation) -> Self {
         Self {
             grh: None,
             dev,
@@ -60,7 +63,7 @@ impl<'a> QpMemory<'a> {
             let va = s.addr.checked_add(skip).ok_or(LocalError::Protection)?;
             let region = self.dev.mrs.lookup(s.lkey).ok_or(LocalError::Protection)?;
             region
-                .check(self.pd, va, n, access)
+                .check(self.pd.get(), va, n, access)
                 .map_err(|_| LocalError::Protection)?;
             each(&region, va, done, n)?;
             done += n;
@@ -71,7 +74,7 @@ impl<'a> QpMemory<'a> {
 
     fn remote(
         &self,
-        rkey: u32,
+        (rkey, pd): (u32, PdId),
         va: u64,
         len: usize,
         access: Access,
@@ -80,12 +83,12 @@ impl<'a> QpMemory<'a> {
             return self
                 .dev
                 .mws
-                .resolve(self.pd, self.qp, rkey, va, len, access)
+                .resolve(pd, self.qp, rkey, va, len, access)
                 .ok_or(RemoteError::Access);
         }
         let region = self.dev.mrs.lookup(rkey).ok_or(RemoteError::Access)?;
         region
-            .check(self.pd, va, len, access)
+            .check(pd, va, len, access)
             .map_err(|_| RemoteError::Access)?;
         Ok(region)
     }
@@ -98,19 +101,25 @@ impl QpMemory<'_> {
     /// Invalidate of such an R_Key is an invalid request).
     fn invalidate_key(&self, key: u32) -> Result<(), ()> {
         if mw::is_mw_key(key) {
-            self.dev.mws.invalidate(self.pd, key)
+            self.dev.mws.invalidate(self.pd.get(), key)
         } else {
-            self.dev.mrs.invalidate(self.pd, key)
+            self.dev.mrs.invalidate(self.pd.get(), key)
         }
     }
 }
 
-/// The R_Key of `rkey` if it is to be valid in the QP's own protection domain, the only one
-/// there is: XRC SRQs, whose PDs the engine names for an XRC target, come with the XRC verbs.
-fn own_pd_key(rkey: RKey) -> Result<u32, RemoteError> {
-    match rkey.pd {
-        PdOf::Qp => Ok(rkey.key),
-        PdOf::XrcSrq(_) => Err(RemoteError::Access),
+impl QpMemory<'_> {
+    /// An R_Key with the PD it must be valid in: the QP's, or the PD of the XRC SRQ an XRC
+    /// target's request went to (Annex A14), found by the SRQ's number; an SRQ destroyed
+    /// since makes the key invalid.
+    fn key_pd(&self, rkey: RKey) -> Result<(u32, PdId), RemoteError> {
+        match rkey.pd {
+            PdOf::Qp => Ok((rkey.key, self.pd.get())),
+            PdOf::XrcSrq(srqn) => {
+                let srq = self.dev.srqs.get(srqn).ok_or(RemoteError::Access)?;
+                Ok((rkey.key, srq.pd()))
+            }
+        }
     }
 }
 
@@ -198,7 +207,7 @@ impl Memory for QpMemory<'_> {
         len: u32,
         access: RemoteAccess,
     ) -> Result<(), RemoteError> {
-        let rkey = own_pd_key(rkey)?;
+        let rkey = self.key_pd(rkey)?;
         let access = match access {
             RemoteAccess::Write => Access::RemoteWrite,
             RemoteAccess::Read => Access::RemoteRead,
@@ -208,19 +217,19 @@ impl Memory for QpMemory<'_> {
     }
 
     fn write_remote(&mut self, rkey: RKey, va: u64, src: &[u8]) -> Result<(), RemoteError> {
-        let rkey = own_pd_key(rkey)?;
+        let rkey = self.key_pd(rkey)?;
         let region = self.remote(rkey, va, src.len(), Access::RemoteWrite)?;
         region.copy_in(va, src).map_err(|_| RemoteError::Access)
     }
 
     fn read_remote(&mut self, rkey: RKey, va: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
-        let rkey = own_pd_key(rkey)?;
+        let rkey = self.key_pd(rkey)?;
         let region = self.remote(rkey, va, dst.len(), Access::RemoteRead)?;
         region.copy_out(va, dst).map_err(|_| RemoteError::Access)
     }
 
     fn atomic(&mut self, rkey: RKey, va: u64, op: AtomicOp) -> Result<u64, RemoteError> {
-        let rkey = own_pd_key(rkey)?;
+        let rkey = self.key_pd(rkey)?;
         // IBA 9.4.5 (C9-28): the target must be 8-byte aligned.
         if va % 8 != 0 {
             return Err(RemoteError::InvalidRequest);
@@ -234,7 +243,7 @@ impl Memory for QpMemory<'_> {
     }
 
     fn invalidate(&mut self, rkey: RKey) -> Result<(), RemoteError> {
-        let rkey = own_pd_key(rkey).map_err(|_| RemoteError::InvalidRequest)?;
+        let (rkey, _) = self.key_pd(rkey).map_err(|_| RemoteError::InvalidRequest)?;
         self.invalidate_key(rkey)
             .map_err(|()| RemoteError::InvalidRequest)?;
         self.dev.counters.remote_invalidates.inc();
@@ -257,7 +266,7 @@ impl Memory for QpMemory<'_> {
             } => {
                 self.dev
                     .mrs
-                    .fast_register(self.pd, key, access, iova, length)
+                    .fast_register(self.pd.get(), key, access, iova, length)
                     .map_err(|()| LocalError::Operation)?;
                 self.dev.counters.fast_reg_mrs.inc();
                 Ok(())
@@ -280,7 +289,7 @@ impl Memory for QpMemory<'_> {
                 };
                 self.dev
                     .mws
-                    .bind(&self.dev.mrs, self.pd, self.qp, &req)
+                    .bind(&self.dev.mrs, self.pd.get(), self.qp, &req)
                     .map_err(|()| LocalError::MwBind)
             }
         }

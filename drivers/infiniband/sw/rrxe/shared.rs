@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a device's QPs reach of it: the key tables their memory accesses resolve through,
-//! the address handles of UD sends, the port's netdev packets go out of, and the counters.
+//! the address handles of UD sends, the SRQs XRC targets deliver to, the port's netdev
+//! packets go out of, and the counters.
 
 use crate::ah::AhTable;
 use crate::counters::Counters;
 use crate::glue::netdev::NetDevice;
 use crate::mr::MrTable;
 use crate::mw::MwTable;
+use crate::srq::SrqTable;
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -23,6 +25,10 @@ pub(crate) struct DeviceShared {
     /// Address handles, by number.
     #[pin]
     pub(crate) ahs: AhTable,
+    /// Shared receive queues, by SRQ number: XRC target QPs look up the SRQ each message
+    /// names (IBA Annex A14).
+    #[pin]
+    pub(crate) srqs: SrqTable,
     /// Packets moved and dropped, transport events.
     pub(crate) counters: Counters,
     /// The netdev the port runs over.
@@ -36,6 +42,7 @@ impl DeviceShared {
             mrs <- MrTable::new(),
             mws <- MwTable::new(),
             ahs <- AhTable::new(),
+            srqs <- SrqTable::new(),
             counters: Counters::default(),
             netdev: netdev.into(),
         })

@@ -7,12 +7,17 @@
 //! task, under the SRQ's lock, copying it once into the QP's private storage (wq.rs
 //! `RecvRing`); the consumer index advances at that moment, not at completion, so the slot
 //! is free for the provider again while the QP is still filling the buffers it names.
+//!
+//! An XRC SRQ (IBA 11.2.3.1, Annex A14) also belongs to an XRC domain and has a CQ of its
+//! own: no QP is attached to it; an XRC target QP of its domain takes from it for each
+//! message whose XRCETH names its number, and completes the receive to its CQ.
 
 use crate::abi::{RECV_WQE_HEADER, SGE_LEN};
+use crate::cq::{self, CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::queue::{SharedQueue, UserMmapInfo};
-use crate::glue::rdma::attr::{SrqAttr, SrqModify};
-use crate::glue::rdma::object::{SrqEvent, SrqHandle};
+use crate::glue::rdma::attr::{SrqAttr, SrqModify, XrcSrqInit};
+use crate::glue::rdma::object::{PdId, QpHandle, SrqEvent, SrqHandle, WcFields, XrcdId};
 use crate::glue::rdma::udata::UData;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
@@ -23,6 +28,7 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
 static SRQ_LOCK: LockClass = LockClass::new();
+static SRQ_LIVE_LOCK: LockClass = LockClass::new();
 
 /// Most WRs per SRQ (rdma_rxe's RXE_MAX_SRQ_WR).
 pub(crate) const MAX_SRQ_WR: u32 = 1 << 20;
@@ -35,15 +41,36 @@ pub(crate) struct RrxeSrq {
     num: u32,
 }
 
+/// What makes an SRQ an XRC SRQ.
+pub(crate) struct XrcSrqBinding {
+    /// Its XRC domain: only target QPs of this domain take from it.
+    pub(crate) xrcd: XrcdId,
+    /// Where its receives complete.
+    pub(crate) cq: Arc<CqShared>,
+}
+
 /// The part of an SRQ the QPs attached to it reach.
 #[pin_data]
 pub(crate) struct SrqShared {
     srq: SrqHandle,
+    /// Its number (SRQN).
+    num: u32,
+    /// Its protection domain: an XRC target checks the L_Keys of the SRQ's WQEs and the
+    /// R_Keys of requests into it against this PD (IBA Annex A14).
+    pd: PdId,
+    /// Present on an XRC SRQ.
+    xrc: Option<XrcSrqBinding>,
     /// Fixed at creation: a resize keeps the element size (IBA 11.2.3.3 changes only the
     /// number of WRs).
     max_sge: u32,
     #[pin]
     ring: IrqSpinLock<SrqRing>,
+    /// Whether the SRQ still exists for its consumer. An XRC SRQ has no QP attached to keep
+    /// it (the core counts none), so a target QP's task may still hold it when it is
+    /// destroyed: deliveries to its consumer and its CQ run under this lock while it is
+    /// set, and destroy clears it, waiting for a delivery in progress.
+    #[pin]
+    live: IrqSpinLock<bool>,
     /// Serialises Modify SRQ calls (uverbs runs them under a shared object lock), so that a
     /// resize checks and replaces the ring it copied from.
     #[pin]
@@ -108,12 +135,44 @@ impl SrqShared {
     /// Raises the SRQ limit event [`SrqShared::take`] said is owed. Must not be called with
     /// a QP's lock held: the consumer's handler may act on the SRQ or its QPs.
     pub(crate) fn limit_reached(&self) {
-        self.srq.dispatch_event(SrqEvent::LimitReached);
+        let live = self.live.lock();
+        if *live {
+            self.srq.dispatch_event(SrqEvent::LimitReached);
+        }
+    }
+
+    /// Completes a receive of XRC target QP `qp` to the SRQ's CQ (Annex A14: an XRC
+    /// target has no CQ; the SRQ's receives complete to the SRQ's). Dropped if the SRQ
+    /// was destroyed meanwhile: its WQEs, and their completions, went with it. Called
+    /// without any QP lock held.
+    pub(crate) fn complete_xrc(&self, qp: &QpHandle, wc: &WcFields, solicited: bool) {
+        let Some(x) = &self.xrc else {
+            return;
+        };
+        let live = self.live.lock();
+        if *live {
+            cq::post(&x.cq, qp, wc, solicited);
+        }
     }
 
     /// WQEs posted and not yet taken.
     pub(crate) fn posted(&self) -> u32 {
         self.ring.lock().count()
+    }
+
+    /// The SRQ's number.
+    pub(crate) fn num(&self) -> u32 {
+        self.num
+    }
+
+    /// The SRQ's protection domain.
+    pub(crate) fn pd(&self) -> PdId {
+        self.pd
+    }
+
+    /// The XRC domain and CQ of an XRC SRQ; `None` for a basic one.
+    pub(crate) fn xrc(&self) -> Option<&XrcSrqBinding> {
+        self.xrc.as_ref()
     }
 }
 
@@ -131,15 +190,23 @@ impl SrqTable {
             srqs <- IndexTable::new(),
         })
     }
+
+    /// The SRQ numbered `num`, if it exists (any context).
+    pub(crate) fn get(&self, num: u32) -> Option<Arc<SrqShared>> {
+        self.srqs.get(num)
+    }
 }
 
-/// Creates a user SRQ and exports its ring (`rxe_create_srq_resp`).
+/// Creates a user SRQ in `pd` (an XRC SRQ if `xrc` is given) and exports its ring
+/// (`rxe_create_srq_resp`); returns it with its number.
 pub(crate) fn create(
     srqs: &SrqTable,
     srq: SrqHandle,
+    pd: PdId,
     attr: &mut SrqAttr,
+    xrc: Option<XrcSrqInit<'_, RrxeCq>>,
     udata: Option<&mut UData>,
-) -> Result<RrxeSrq> {
+) -> Result<(RrxeSrq, u32)> {
     // Kernel consumers post through post_srq_recv, which rrxe does not offer yet.
     let Some(udata) = udata else {
         return Err(eopnotsupp());
@@ -159,9 +226,17 @@ pub(crate) fn create(
         srq_num: slot.index(),
         reserved: 0,
     })?;
+    let xrc = xrc.map(|x| XrcSrqBinding {
+        xrcd: x.xrcd,
+        cq: x.cq.shared(),
+    });
+    let num = slot.index();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {
             srq,
+            num,
+            pd,
+            xrc,
             max_sge,
             ring <- IrqSpinLock::new(
                 SrqRing {
@@ -172,15 +247,15 @@ pub(crate) fn create(
                 c_str!("rrxe_srq"),
                 &SRQ_LOCK
             ),
+            live <- IrqSpinLock::new(true, c_str!("rrxe_srq_live"), &SRQ_LIVE_LOCK),
             modify <- new_mutex!((), "rrxe_srq_modify"),
         }),
         GFP_KERNEL,
     )?;
-    let num = slot.index();
     slot.store(shared.clone())?;
     attr.max_wr = capacity;
     attr.max_sge = max_sge;
-    Ok(RrxeSrq { shared, num })
+    Ok((RrxeSrq { shared, num }, num))
 }
 
 /// Applies a Modify SRQ (IBA 11.2.3.3): a resize, and arming the limit.
@@ -251,9 +326,12 @@ pub(crate) fn query(srq: &RrxeSrq) -> Result<SrqAttr> {
     })
 }
 
-/// Destroys an SRQ; the core has checked that no QP uses it.
+/// Destroys an SRQ; the core has checked that no QP is attached to it. An XRC target QP
+/// may still hold an XRC SRQ: it finds the number gone from the table for its next message,
+/// and nothing more reaches the SRQ's consumer or CQ once this returns.
 pub(crate) fn destroy(srqs: &SrqTable, srq: &RrxeSrq) {
     drop(srqs.srqs.remove(srq.num));
+    *srq.shared.live.lock() = false;
 }
 
 impl RrxeSrq {

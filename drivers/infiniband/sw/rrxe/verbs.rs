@@ -14,12 +14,12 @@ use crate::glue::global::Global;
 use crate::glue::netdev::{NetDevice, NetdevEvent};
 use crate::glue::rdma::attr::{
     AddressVector, CqInit, DeviceAttr, LinkLayer, MrRereg, PortAttr, PortImmutable, QpAttributes,
-    QpInit, QpModify, SrqAttr, SrqModify,
+    QpInit, QpModify, SrqAttr, SrqModify, XrcSrqInit,
 };
 use crate::glue::rdma::driver::{DeviceOf, Driver};
 use crate::glue::rdma::link::{Devices, RdmaDriver};
 use crate::glue::rdma::object::{
-    ibdev_print, CqHandle, PdId, PortEvent, QpHandle, SrqHandle, WorkCompletion,
+    ibdev_print, CqHandle, PdId, PortEvent, QpHandle, SrqHandle, WorkCompletion, XrcdId,
 };
 use crate::glue::rdma::registry::{DeviceRegistry, NewDevice};
 use crate::glue::rdma::udata::UData;
@@ -181,6 +181,12 @@ impl Driver for Rrxe {
         Ok(RrxePd)
     }
 
+    fn alloc_xrcd(dev: &DeviceOf<Self>) -> Result<XrcdId> {
+        Ok(dev.data().new_xrcd())
+    }
+
+    fn dealloc_xrcd(_dev: &DeviceOf<Self>, _xrcd: XrcdId) {}
+
     fn create_cq(
         _dev: &DeviceOf<Self>,
         cq: CqHandle,
@@ -328,10 +334,12 @@ impl Driver for Rrxe {
     fn create_srq(
         dev: &DeviceOf<Self>,
         srq: SrqHandle,
+        pd: PdId,
         attr: &mut SrqAttr,
+        xrc: Option<XrcSrqInit<'_, RrxeCq>>,
         udata: Option<&mut UData>,
-    ) -> Result<RrxeSrq> {
-        srq::create(&dev.data().srqs, srq, attr, udata)
+    ) -> Result<(RrxeSrq, u32)> {
+        srq::create(&dev.data().shared().srqs, srq, pd, attr, xrc, udata)
     }
 
     fn modify_srq(srq: &RrxeSrq, modify: &SrqModify, udata: Option<&mut UData>) -> Result {
@@ -343,6 +351,6 @@ impl Driver for Rrxe {
     }
 
     fn destroy_srq(dev: &DeviceOf<Self>, srq: &RrxeSrq) {
-        srq::destroy(&dev.data().srqs, srq)
+        srq::destroy(&dev.data().shared().srqs, srq)
     }
 }

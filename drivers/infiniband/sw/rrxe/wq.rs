@@ -14,7 +14,7 @@ use crate::glue::queue::{MmapInfo, SharedQueue};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
-use crate::srq::SrqShared;
+use crate::srq::{SrqShared, MAX_SRQ_SGE};
 use crate::transport::qp::state::QpType;
 use crate::transport::qp::wqe::{
     LocalOp, RecvQueue, RecvWqe, RemoteAddr, SendFlags, SendOpcode, SendQueue, SendWqe, Sge, UdDest,
@@ -215,7 +215,8 @@ impl SendRing {
         };
         let opcode = u32_at(b, send::OPCODE);
         let allowed = match self.qp_type {
-            QpType::Rc => true,
+            // An XRC initiator sends what an RC requester does (Annex A14).
+            QpType::Rc | QpType::XrcIni => true,
             // IBA 10.7.2.1: UC has no Reads or atomics; UD only Sends. Local Invalidate is
             // taken on RC only, as rdma_rxe does (rxe_wr_opcode_info); Atomic Write exists
             // for RC only (IBA 1.5 memory placement extensions).
@@ -229,8 +230,8 @@ impl SendRing {
                     | wr::REG_MR
             ),
             QpType::Ud | QpType::Gsi => matches!(opcode, wr::SEND | wr::SEND_WITH_IMM),
-            // No XRC QP is created until the XRC verbs exist.
-            QpType::XrcIni | QpType::XrcTgt => false,
+            // An XRC target has no send queue.
+            QpType::XrcTgt => false,
         };
         wqe.opcode = match opcode {
             _ if !allowed => SendOpcode::Unsupported,
@@ -298,6 +299,9 @@ impl SendRing {
             }
             _ => {}
         }
+        if self.qp_type == QpType::XrcIni {
+            wqe.xrc_srqn = u32_at(b, send::XRC_SRQN);
+        }
         if matches!(self.qp_type, QpType::Ud | QpType::Gsi) {
             wqe.ud = UdDest {
                 dest_qpn: u32_at(b, send::UD_QPN) & 0x00ff_ffff,
@@ -354,6 +358,10 @@ enum RecvSource {
     Ring(Arc<SharedQueue>),
     /// A shared receive queue (IBA 10.2.9), which other QPs take from too.
     Srq(Arc<SrqShared>),
+    /// None: an XRC initiator has no receive queue, and an XRC target takes from the XRC
+    /// SRQ each message names (Annex A14), which it attaches for that message
+    /// ([`RecvRing::attach_xrc_srq`]).
+    Detached,
 }
 
 /// A receive queue: the shared ring (or the SRQ) and a copy of the WQE being filled.
@@ -404,6 +412,26 @@ impl RecvRing {
         let max_sge = srq.max_sge();
         let len = srq.wqe_len();
         Self::with_source(RecvSource::Srq(srq), None, max_sge, len)
+    }
+
+    /// A receive side with no WQEs, with room to take those of any SRQ later
+    /// ([`RecvRing::attach_xrc_srq`]).
+    pub(crate) fn detached() -> Result<Self> {
+        Self::with_source(
+            RecvSource::Detached,
+            None,
+            MAX_SRQ_SGE,
+            RECV_WQE_HEADER + MAX_SRQ_SGE as usize * SGE_LEN,
+        )
+    }
+
+    /// Takes WQEs from `srq` from now on, dropping the WQE being filled (an XRC target
+    /// moves to the SRQ of a new message only once the previous message is done). The
+    /// storage allocated by [`RecvRing::detached`] fits any SRQ's WQEs.
+    pub(crate) fn attach_xrc_srq(&mut self, srq: Arc<SrqShared>) {
+        self.max_sge = srq.max_sge().min(MAX_SRQ_SGE);
+        self.current_len = 0;
+        self.src = RecvSource::Srq(srq);
     }
 
     /// Where userspace maps the ring of a user QP (none on an SRQ).
@@ -458,7 +486,7 @@ impl RecvRing {
     pub(crate) fn srq(&self) -> Option<&Arc<SrqShared>> {
         match &self.src {
             RecvSource::Srq(srq) => Some(srq),
-            RecvSource::Ring(_) => None,
+            RecvSource::Ring(_) | RecvSource::Detached => None,
         }
     }
 
@@ -479,13 +507,17 @@ impl RecvRing {
                 ring.set_consumer(ring.next(index));
                 true
             }
-            RecvSource::Srq(srq) => match srq.take(&mut self.scratch) {
-                Some(limit_reached) => {
-                    self.srq_limit_reached |= limit_reached;
-                    true
+            RecvSource::Srq(srq) => {
+                let len = srq.wqe_len().min(self.scratch.len());
+                match srq.take(&mut self.scratch[..len]) {
+                    Some(limit_reached) => {
+                        self.srq_limit_reached |= limit_reached;
+                        true
+                    }
+                    None => false,
                 }
-                None => false,
-            },
+            }
+            RecvSource::Detached => false,
         }
     }
 }
@@ -535,6 +567,7 @@ impl RecvQueue for RecvRing {
         match &self.src {
             RecvSource::Ring(ring) => ring.count(),
             RecvSource::Srq(srq) => srq.posted(),
+            RecvSource::Detached => 0,
         }
     }
 

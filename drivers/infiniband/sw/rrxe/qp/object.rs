@@ -14,13 +14,14 @@
 
 use super::backlog::Backlog;
 use super::outbox::Outbox;
+use super::xrc::{XrcSrqLookup, XrcTarget};
 use crate::ah::RrxeAh;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
 use crate::glue::net::RxPacket;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
-use crate::glue::rdma::object::{PdId, QpHandle};
+use crate::glue::rdma::object::{PdId, QpHandle, XrcdId};
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass};
@@ -32,10 +33,11 @@ use crate::params;
 use crate::shared::DeviceShared;
 use crate::srq::{RrxeSrq, SrqShared};
 use crate::transport::qp::context::{AltPath, PKey, PathHandle};
-use crate::transport::qp::io::{Io, NoXrcSrqs};
+use crate::transport::qp::io::{Io, NoXrcSrqs, XrcSrqs};
 use crate::transport::qp::state::{QpState, QpType};
 use crate::transport::qp::{Qp as Engine, MAX_PACKET_LEN};
 use crate::wq::{RecvRing, RqPoster, SendRing, SqPoster};
+use core::cell::Cell;
 use core::sync::atomic::AtomicBool;
 use kernel::c_str;
 use kernel::new_mutex;
@@ -106,10 +108,14 @@ pub(super) struct QpCore {
     pub(super) paths: [Option<AddressVector>; 2],
     pub(super) caps: QpCaps,
     pub(super) dev: Arc<DeviceShared>,
+    /// The QP's PD ([`PdId::NONE`] for an XRC target, which uses its SRQs' PDs).
     pub(super) pd: PdId,
     pub(super) incarnation: QpIncarnation,
-    pub(super) send_cq: Arc<CqShared>,
-    pub(super) recv_cq: Arc<CqShared>,
+    /// The CQs (none for an XRC target, whose receives complete to its SRQs' CQs).
+    pub(super) send_cq: Option<Arc<CqShared>>,
+    pub(super) recv_cq: Option<Arc<CqShared>>,
+    /// The receive side of an XRC target.
+    pub(super) xrc: Option<XrcTarget>,
     /// A transmit buffer for one packet.
     pub(super) tx: KVec<u8>,
 }
@@ -128,14 +134,27 @@ impl QpCore {
         grh: Option<[u8; 40]>,
         f: impl FnOnce(&mut Engine, &mut Io<'_>, &mut KVec<u8>) -> R,
     ) -> R {
-        let mut mem = QpMemory::new(&self.dev, self.pd, self.incarnation);
+        let pd = Cell::new(self.pd);
+        let mut mem = QpMemory::new(&self.dev, &pd, self.incarnation);
         mem.grh = grh;
+        let mut lookup;
+        let mut none = NoXrcSrqs;
+        let xrc: &mut dyn XrcSrqs = match &mut self.xrc {
+            Some(target) => {
+                lookup = XrcSrqLookup {
+                    srqs: &self.dev.srqs,
+                    target,
+                    pd: &pd,
+                };
+                &mut lookup
+            }
+            None => &mut none,
+        };
         let mut io = Io {
             sq: &mut self.sq,
             rq: &mut self.rq,
             mem: &mut mem,
-            // No XRC target QP exists yet, so no XRC SRQ is found: XRC verbs come next.
-            xrc: &mut NoXrcSrqs,
+            xrc,
         };
         f(&mut self.engine, &mut io, &mut self.tx)
     }
@@ -173,21 +192,26 @@ impl QpTable {
 
 /// A QP engine in RESET, copied from a compile-time template straight into its allocation:
 /// it is several kilobytes, too large to build on a kernel stack.
-fn new_engine(qp_type: QpType, qpn: u32) -> Result<KBox<Engine>> {
+fn new_engine(qp_type: QpType, qpn: u32, xrcd: Option<XrcdId>) -> Result<KBox<Engine>> {
     const RC: Engine = Engine::new(QpType::Rc, 0);
     const UC: Engine = Engine::new(QpType::Uc, 0);
     const UD: Engine = Engine::new(QpType::Ud, 0);
     const GSI: Engine = Engine::new(QpType::Gsi, 0);
+    const XRC_INI: Engine = Engine::new(QpType::XrcIni, 0);
+    const XRC_TGT: Engine = Engine::new(QpType::XrcTgt, 0);
     let slot = KBox::<Engine>::new_uninit(GFP_KERNEL)?;
     let mut engine = match qp_type {
         QpType::Rc => KBox::write(slot, RC),
         QpType::Uc => KBox::write(slot, UC),
         QpType::Ud => KBox::write(slot, UD),
         QpType::Gsi => KBox::write(slot, GSI),
-        // `qp_type_from_raw` admits no XRC type: XRC verbs (XRCDs, XRC SRQs) come next.
-        QpType::XrcIni | QpType::XrcTgt => return Err(eopnotsupp()),
+        QpType::XrcIni => KBox::write(slot, XRC_INI),
+        QpType::XrcTgt => KBox::write(slot, XRC_TGT),
     };
     engine.set_qpn(qpn);
+    if let Some(xrcd) = xrcd {
+        engine.set_xrcd(xrcd.0);
+    }
     engine.set_credit_reporting(module_param::credits());
     Ok(engine)
 }
@@ -206,18 +230,42 @@ pub(crate) fn create(
     if srq.is_some() && udata.is_none() {
         return Err(eopnotsupp());
     }
+    let tgt = init.qp_type == QpType::XrcTgt;
+    match init.qp_type {
+        // The core creates every XRC target itself, for uverbs, without udata: it has no
+        // rings for a process to map.
+        QpType::XrcTgt if udata.is_some() => return Err(EINVAL),
+        // A kernel send WR has no field for the remote SRQ number an XRC initiator's
+        // requests must carry (Annex A14), so only user initiators exist.
+        QpType::XrcIni if udata.is_none() => return Err(eopnotsupp()),
+        _ => {}
+    }
+    let xrc = match (tgt, init.xrcd) {
+        (true, Some(_)) => Some(XrcTarget::new()?),
+        (true, None) => return Err(EINVAL),
+        (false, _) => None,
+    };
     let caps = init.caps;
-    let (sq, send_wr, send_sge, inline) = SendRing::new(
-        init.qp_type,
-        caps.max_send_wr,
-        caps.max_send_sge,
-        caps.max_inline_data,
-        init.signal_all,
-        udata.as_deref(),
-    )?;
+    // An XRC target has no send queue; it keeps the smallest kernel ring instead, which
+    // nothing posts to (it has no posters) and the engine never reads.
+    let (sq, send_wr, send_sge, inline) = if tgt {
+        let (sq, ..) = SendRing::new(init.qp_type, 1, 0, 0, false, None)?;
+        (sq, 0, 0, 0)
+    } else {
+        SendRing::new(
+            init.qp_type,
+            caps.max_send_wr,
+            caps.max_send_sge,
+            caps.max_inline_data,
+            init.signal_all,
+            udata.as_deref(),
+        )?
+    };
     let (rq, recv_wr, recv_sge) = match srq {
         // IBA 10.2.9: a QP on an SRQ has no receive queue of its own.
         Some(srq) => (RecvRing::from_srq(srq)?, 0, 0),
+        // Annex A14: nor has an XRC QP; a target takes from the XRC SRQs (`xrc`).
+        None if init.qp_type.is_xrc() => (RecvRing::detached()?, 0, 0),
         None => RecvRing::new(caps.max_recv_wr.max(1), caps.max_recv_sge, udata.as_deref())?,
     };
     let granted = QpCaps {
@@ -243,6 +291,8 @@ pub(crate) fn create(
             }
             (None, None)
         }
+        // An XRC target takes no WRs at all.
+        None if tgt => (None, None),
         None => (Some(sq.poster()?), Some(rq.poster()?)),
     };
     // IBA 3.5.1: the GSI QP is QP1.
@@ -253,16 +303,17 @@ pub(crate) fn create(
     let slot = qps.qps.reserve(min, max)?;
     let qpn = slot.index();
     let core = QpCore {
-        engine: new_engine(init.qp_type, qpn)?,
+        engine: new_engine(init.qp_type, qpn, init.xrcd)?,
         sq,
         rq,
         paths: [None; 2],
         caps: granted,
         dev: dev.clone(),
-        pd: init.pd,
+        pd: init.pd.unwrap_or(PdId::NONE),
         incarnation: QpIncarnation::next(),
-        send_cq: init.send_cq.shared(),
-        recv_cq: init.recv_cq.shared(),
+        send_cq: init.send_cq.map(RrxeCq::shared),
+        recv_cq: init.recv_cq.map(RrxeCq::shared),
+        xrc,
         tx: KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?,
     };
     let outbox = Outbox::new()?;

@@ -27,7 +27,7 @@ pub(crate) enum Queue {
 }
 
 /// One call owed to a consumer.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Delivery {
     /// A work completion, and whether it is solicited (IBA 11.4.2.2).
     Completion(Queue, WcFields, bool),
@@ -35,6 +35,10 @@ enum Delivery {
     Event(QpEvent),
     /// The SRQ's limit event.
     SrqLimit,
+    /// A receive completion of an XRC target, for the CQ of the XRC SRQ it took from.
+    XrcCompletion(Arc<SrqShared>, WcFields, bool),
+    /// The limit event of an XRC SRQ an XRC target took from.
+    XrcSrqLimit(Arc<SrqShared>),
 }
 
 /// The deliveries of one task run, and the objects they go to (references taken while the
@@ -65,15 +69,15 @@ impl Outbox {
         })
     }
 
-    /// Starts a run for a QP with these CQs and SRQ.
+    /// Starts a run for a QP with these CQs (none for an XRC target) and SRQ.
     pub(crate) fn begin(
         &mut self,
-        send_cq: &Arc<CqShared>,
-        recv_cq: &Arc<CqShared>,
+        send_cq: Option<&Arc<CqShared>>,
+        recv_cq: Option<&Arc<CqShared>>,
         srq: Option<&Arc<SrqShared>>,
     ) {
-        self.send_cq = Some(send_cq.clone());
-        self.recv_cq = Some(recv_cq.clone());
+        self.send_cq = send_cq.cloned();
+        self.recv_cq = recv_cq.cloned();
         self.srq = srq.cloned();
     }
 
@@ -105,6 +109,16 @@ impl Outbox {
         self.push(Delivery::SrqLimit);
     }
 
+    /// Owes the CQ of XRC SRQ `srq` a receive completion of the XRC target.
+    pub(crate) fn xrc_completion(&mut self, srq: Arc<SrqShared>, wc: WcFields, solicited: bool) {
+        self.push(Delivery::XrcCompletion(srq, wc, solicited));
+    }
+
+    /// Owes XRC SRQ `srq`'s handler its limit event.
+    pub(crate) fn xrc_srq_limit(&mut self, srq: Arc<SrqShared>) {
+        self.push(Delivery::XrcSrqLimit(srq));
+    }
+
     /// Makes every call owed, in order, then forgets the run's objects. Called without any
     /// QP lock held. `destroyed` is set once the QP is destroyed, possibly by one of these
     /// very calls: nothing more is delivered then (the QP, and with it `qp`, is gone; what
@@ -130,6 +144,8 @@ impl Outbox {
                         srq.limit_reached();
                     }
                 }
+                Delivery::XrcCompletion(srq, wc, solicited) => srq.complete_xrc(qp, &wc, solicited),
+                Delivery::XrcSrqLimit(srq) => srq.limit_reached(),
             }
         }
         self.len = 0;

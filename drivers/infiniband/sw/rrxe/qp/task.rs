@@ -33,7 +33,7 @@ impl TaskOwner for QpShared {
             let Some(core) = guard.as_mut() else {
                 return;
             };
-            outbox.begin(&core.send_cq, &core.recv_cq, srq_of(core));
+            outbox.begin(core.send_cq.as_ref(), core.recv_cq.as_ref(), srq_of(core));
             let more = core.step(&this.rx, &this.handle, outbox);
             (more, core.engine.poll_timeout())
         };
@@ -135,7 +135,14 @@ impl QpCore {
                 break;
             };
             let (queue, wc, solicited) = completion(&c, qp, ud, network_v4);
-            outbox.completion(queue, wc, solicited);
+            match (c.xrc_srqn, &self.xrc) {
+                (Some(srqn), Some(target)) => match target.srq(&self.dev.srqs, srqn) {
+                    Some(srq) => outbox.xrc_completion(srq, wc, solicited),
+                    // The SRQ was destroyed with its WQEs: no CQ wants the completion.
+                    None => self.dev.counters.xrc_completions_dropped.inc(),
+                },
+                _ => outbox.completion(queue, wc, solicited),
+            }
         }
         while let Some(e) = self.engine.poll_event() {
             let ev = match e {
@@ -154,6 +161,9 @@ impl QpCore {
         }
         if self.rq.take_srq_limit_reached() {
             outbox.srq_limit();
+        }
+        if let Some(srq) = self.xrc.as_mut().and_then(|x| x.take_srq_limit_reached()) {
+            outbox.xrc_srq_limit(srq);
         }
     }
 }

@@ -14,13 +14,14 @@ use super::super::queue;
 use super::super::umem::{KernelMemory, UmemPinner};
 use super::attr::{
     qp_type_from_raw, AddressVector, CqInit, LinkLayer, MrRereg, QpCaps, QpInit, QpModify, SrqAttr,
-    SrqModify,
+    SrqModify, XrcSrqInit,
 };
-use super::driver::{Ah, Cq, DeviceOf, Driver, Mr, Mw, Pd, Qp, Srq, UContext};
-use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle};
+use super::driver::{Ah, Cq, DeviceOf, Driver, Mr, Mw, Pd, Qp, Srq, UContext, Xrcd};
+use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle, XrcdId};
 use super::registry::DeviceRegistry;
 use super::udata::UData;
 use super::wr::{RecvWr, RegWr, SendWr, UdTarget};
+use crate::transport::qp::state::QpType;
 use core::ffi::c_int;
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
@@ -50,6 +51,16 @@ impl<T: Driver> Adapter<T> {
         mmap_free: Some(Self::mmap_free),
         alloc_pd: Some(Self::alloc_pd),
         dealloc_pd: Some(Self::dealloc_pd),
+        alloc_xrcd: if T::HAS_ALLOC_XRCD {
+            Some(Self::alloc_xrcd)
+        } else {
+            None
+        },
+        dealloc_xrcd: if T::HAS_ALLOC_XRCD {
+            Some(Self::dealloc_xrcd)
+        } else {
+            None
+        },
         create_cq: Some(Self::create_cq),
         destroy_cq: Some(Self::destroy_cq),
         poll_cq: Some(Self::poll_cq),
@@ -138,6 +149,7 @@ impl<T: Driver> Adapter<T> {
         size_ib_qp: size_of::<Qp<T>>(),
         size_ib_srq: size_of::<Srq<T>>(),
         size_ib_ucontext: size_of::<UContext<T>>(),
+        size_ib_xrcd: size_of::<Xrcd>(),
         // SAFETY: `struct ib_device_ops` is plain data: pointers and sizes, for which zero
         // (NULL, no op) is a valid value.
         ..unsafe { MaybeUninit::zeroed().assume_init() }
@@ -374,6 +386,51 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: alloc_pd succeeded on this PD and the core deallocates it once.
         unsafe { Pd::<T>::drop_data(ibpd) };
         0
+    }
+
+    // ---- XRC domains -------------------------------------------------------------------
+
+    /// # Safety
+    ///
+    /// See [`Self::query_device`]: `ibxrcd` is a zeroed `Xrcd` of one of our devices.
+    unsafe extern "C" fn alloc_xrcd(
+        ibxrcd: *mut bindings::ib_xrcd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: see the function's contract.
+        let dev = unsafe { Self::dev((*ibxrcd).device) };
+        from_result(|| {
+            let id = T::alloc_xrcd(dev)?;
+            // SAFETY: a fresh XRCD; dealloc_xrcd drops it.
+            unsafe { Xrcd::init(ibxrcd, id) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// See [`Self::query_device`]: alloc_xrcd succeeded on `ibxrcd`, which no SRQ or QP
+    /// uses any more (the core checks `usecnt` and the target QP table).
+    unsafe extern "C" fn dealloc_xrcd(
+        ibxrcd: *mut bindings::ib_xrcd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: see the function's contract.
+        let (dev, id) = unsafe { (Self::dev((*ibxrcd).device), Self::xrcd_id(ibxrcd)) };
+        T::dealloc_xrcd(dev, id);
+        // SAFETY: alloc_xrcd succeeded on this XRCD and the core deallocates it once.
+        unsafe { Xrcd::drop_data(ibxrcd) };
+        0
+    }
+
+    /// The number of a live XRCD of ours.
+    ///
+    /// # Safety
+    ///
+    /// `ibxrcd` must be an XRCD alloc_xrcd succeeded on, not yet deallocated.
+    unsafe fn xrcd_id(ibxrcd: *mut bindings::ib_xrcd) -> XrcdId {
+        // SAFETY: per the caller.
+        *unsafe { Xrcd::from_raw(ibxrcd) }.data()
     }
 
     // ---- completion queues ------------------------------------------------------------
@@ -775,27 +832,50 @@ impl<T: Driver> Adapter<T> {
             )
         };
         from_result(|| {
-            if init.create_flags != 0 || !init.rwq_ind_tbl.is_null() || !init.xrcd.is_null() {
+            if init.create_flags != 0 || !init.rwq_ind_tbl.is_null() {
                 return Err(eopnotsupp());
             }
             let qp_type = qp_type_from_raw(init.qp_type)?;
-            if init.send_cq.is_null() || init.recv_cq.is_null() {
+            // An XRC target QP (created by the core for uverbs, without udata) has an XRC
+            // domain and neither PD, CQs nor SRQ; an XRC initiator a PD and a send CQ only;
+            // every other QP a PD and both CQs.
+            // SAFETY: the core set the QP's PD (null for a target QP) before calling.
+            let ibpd = unsafe { (*ibqp).pd };
+            let valid = match qp_type {
+                QpType::XrcTgt => {
+                    !init.xrcd.is_null() && init.send_cq.is_null() && init.recv_cq.is_null()
+                }
+                QpType::XrcIni => {
+                    init.xrcd.is_null()
+                        && !ibpd.is_null()
+                        && !init.send_cq.is_null()
+                        && init.srq.is_null()
+                }
+                _ => {
+                    init.xrcd.is_null()
+                        && !ibpd.is_null()
+                        && !init.send_cq.is_null()
+                        && !init.recv_cq.is_null()
+                }
+            };
+            if !valid {
                 return Err(EINVAL);
             }
-            // SAFETY: the CQs and SRQ are objects of this device (uverbs and ib_create_qp
-            // look them up among the caller's objects), created by our ops and referenced
-            // (`usecnt`) until this QP is destroyed; the PD likewise.
-            let (send_cq, recv_cq, srq, pd) = unsafe {
+            // SAFETY: the CQs, SRQ and XRCD are objects of this device (uverbs and
+            // ib_create_qp look them up among the caller's objects), created by our ops and
+            // referenced (`usecnt`) until this QP is destroyed; the PD likewise.
+            let (send_cq, recv_cq, srq, xrcd) = unsafe {
                 (
-                    Cq::<T>::from_raw(init.send_cq).data(),
-                    Cq::<T>::from_raw(init.recv_cq).data(),
+                    (!init.send_cq.is_null()).then(|| Cq::<T>::from_raw(init.send_cq).data()),
+                    (!init.recv_cq.is_null()).then(|| Cq::<T>::from_raw(init.recv_cq).data()),
                     (!init.srq.is_null()).then(|| Srq::<T>::from_raw(init.srq).data()),
-                    PdId::from_raw((*ibqp).pd),
+                    (!init.xrcd.is_null()).then(|| Self::xrcd_id(init.xrcd)),
                 )
             };
             let mut qinit = QpInit {
                 qp_type,
-                pd,
+                pd: (!ibpd.is_null()).then(|| PdId::from_raw(ibpd)),
+                xrcd,
                 caps: QpCaps::from_raw(&init.cap),
                 send_cq,
                 recv_cq,
@@ -1141,16 +1221,49 @@ impl<T: Driver> Adapter<T> {
             )
         };
         from_result(|| {
-            if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
-                return Err(eopnotsupp());
+            // SAFETY: the core set the SRQ's PD, CQ and XRCD (for an XRC SRQ) from `init`
+            // before calling: objects of this device it holds use counts on until the SRQ
+            // is destroyed.
+            let (ibpd, xrc) = unsafe {
+                let xrc = match init.srq_type {
+                    bindings::ib_srq_type_IB_SRQT_BASIC => None,
+                    bindings::ib_srq_type_IB_SRQT_XRC => {
+                        let cq = init.ext.cq;
+                        let xrcd = init.ext.__bindgen_anon_1.xrc.xrcd;
+                        if cq.is_null() || xrcd.is_null() {
+                            return Err(EINVAL);
+                        }
+                        Some(XrcSrqInit {
+                            xrcd: Self::xrcd_id(xrcd),
+                            cq: Cq::<T>::from_raw(cq).data(),
+                        })
+                    }
+                    _ => return Err(eopnotsupp()),
+                };
+                ((*ibsrq).pd, xrc)
+            };
+            if ibpd.is_null() {
+                return Err(EINVAL);
             }
+            let is_xrc = xrc.is_some();
             let mut attr = SrqAttr {
                 max_wr: init.attr.max_wr,
                 max_sge: init.attr.max_sge,
                 limit: init.attr.srq_limit,
             };
             let handle = SrqHandle::from_raw(NonNull::new(ibsrq).ok_or(EINVAL)?);
-            let data = T::create_srq(dev, handle, &mut attr, udata.as_mut())?;
+            let (data, srq_num) = T::create_srq(
+                dev,
+                handle,
+                PdId::from_raw(ibpd),
+                &mut attr,
+                xrc,
+                udata.as_mut(),
+            )?;
+            if is_xrc {
+                // SAFETY: a fresh SRQ; uverbs reports `ext.xrc.srq_num` as its SRQN.
+                unsafe { (*ibsrq).ext.__bindgen_anon_1.xrc.srq_num = srq_num };
+            }
             init.attr.max_wr = attr.max_wr;
             init.attr.max_sge = attr.max_sge;
             // SAFETY: a fresh SRQ; destroy_srq drops the state.

@@ -10,7 +10,7 @@
 
 use super::super::bindings;
 use super::super::error::eopnotsupp;
-use super::object::PdId;
+use super::object::{PdId, XrcdId};
 use crate::transport::qp::context::{
     AccessFlags, MigState, ModifyQp, PKey, QpQuery, MAX_RD_ATOMIC,
 };
@@ -157,8 +157,20 @@ pub(super) fn qp_type_from_raw(t: bindings::ib_qp_type) -> Result<QpType> {
         bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
         bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
         bindings::ib_qp_type_IB_QPT_GSI => QpType::Gsi,
+        bindings::ib_qp_type_IB_QPT_XRC_INI => QpType::XrcIni,
+        bindings::ib_qp_type_IB_QPT_XRC_TGT => QpType::XrcTgt,
         _ => return Err(eopnotsupp()),
     })
+}
+
+/// What an XRC SRQ is created in besides its PD (IBA 11.2.3.1): its XRC domain and the CQ
+/// its receive completions go to (an XRC target QP has no CQ of its own), with the driver's
+/// state `C` of that CQ, which outlives the SRQ (the core holds a use count on it).
+pub(crate) struct XrcSrqInit<'a, C> {
+    /// The XRC domain.
+    pub(crate) xrcd: XrcdId,
+    /// The completion queue.
+    pub(crate) cq: &'a C,
 }
 
 /// What a new QP is asked for (`struct ib_qp_init_attr`), with the driver's state of the
@@ -166,15 +178,18 @@ pub(super) fn qp_type_from_raw(t: bindings::ib_qp_type) -> Result<QpType> {
 pub(crate) struct QpInit<'a, C, S> {
     /// QP type.
     pub(crate) qp_type: QpType,
-    /// Its protection domain.
-    pub(crate) pd: PdId,
+    /// Its protection domain; none for an XRC target QP, which checks keys against the PD
+    /// of the SRQ each message goes to (IBA Annex A14).
+    pub(crate) pd: Option<PdId>,
+    /// The XRC domain of an XRC target QP.
+    pub(crate) xrcd: Option<XrcdId>,
     /// Requested sizes; the driver sets the ones it grants.
     pub(crate) caps: QpCaps,
     /// The CQ of the send queue; it outlives the QP (the core holds a use count on it
     /// until the QP is destroyed).
-    pub(crate) send_cq: &'a C,
+    pub(crate) send_cq: Option<&'a C>,
     /// The CQ of the receive queue; likewise.
-    pub(crate) recv_cq: &'a C,
+    pub(crate) recv_cq: Option<&'a C>,
     /// The SRQ receives come from, if any; likewise.
     pub(crate) srq: Option<&'a S>,
     /// Whether every send WR completes (IB_SIGNAL_ALL_WR) rather than only signaled ones.

@@ -11,9 +11,9 @@ use super::super::stats::CounterDescs;
 use super::super::umem::{KernelMemory, Umem, UmemPinner};
 use super::attr::{
     AddressVector, CqInit, DeviceAttr, LinkLayer, MrRereg, PortAttr, PortImmutable, QpAttributes,
-    QpInit, QpModify, SrqAttr, SrqModify,
+    QpInit, QpModify, SrqAttr, SrqModify, XrcSrqInit,
 };
-use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle, WorkCompletion};
+use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle, WorkCompletion, XrcdId};
 use super::udata::UData;
 use super::wr::{RecvWr, SendWr};
 use kernel::error::VTABLE_DEFAULT_ERROR;
@@ -34,6 +34,8 @@ pub(crate) type Srq<T> = Object<bindings::ib_srq, <T as Driver>::Srq>;
 pub(crate) type Mw<T> = Object<bindings::ib_mw, <T as Driver>::Mw>;
 /// A memory region (`struct ib_mr`) and the driver's state for it.
 pub(crate) type Mr<T> = Object<bindings::ib_mr, <T as Driver>::Mr>;
+/// An XRC domain (`struct ib_xrcd`) and the number the driver gave it.
+pub(crate) type Xrcd = Object<bindings::ib_xrcd, XrcdId>;
 /// A user context (`struct ib_ucontext`) and the driver's state for it.
 pub(crate) type UContext<T> = Object<bindings::ib_ucontext, <T as Driver>::UContext>;
 /// A device of driver `T`.
@@ -89,6 +91,18 @@ pub(crate) trait Driver: Sized + 'static {
     fn alloc_ucontext(dev: &DeviceOf<Self>) -> Result<Self::UContext>;
     /// Creates the state of a new protection domain.
     fn alloc_pd(dev: &DeviceOf<Self>) -> Result<Self::Pd>;
+    /// Allocates an XRC domain (IBA 11.2.10.1); returns its number. A driver that
+    /// implements it offers XRC: the core then offers the XRC verbs, and passes XRC SRQs
+    /// and XRC QPs to [`Driver::create_srq`] and [`Driver::create_qp`].
+    fn alloc_xrcd(dev: &DeviceOf<Self>) -> Result<XrcdId> {
+        let _ = dev;
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// Deallocates an XRC domain no SRQ or target QP uses any more (the core checks).
+    fn dealloc_xrcd(dev: &DeviceOf<Self>, xrcd: XrcdId) {
+        let _ = (dev, xrcd);
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates a completion queue; `udata` is present for userspace CQs. Returns the CQ's
     /// state and its capacity (at least `attr.entries`).
@@ -226,15 +240,18 @@ pub(crate) trait Driver: Sized + 'static {
     /// Destroys an address handle; its state is dropped afterwards.
     fn destroy_ah(dev: &DeviceOf<Self>, ah: &Self::Ah);
 
-    /// Creates a shared receive queue, reachable through `srq`; sets `attr` to the sizes it
-    /// grants.
+    /// Creates a shared receive queue in protection domain `pd`, reachable through `srq`;
+    /// sets `attr` to the sizes it grants. `xrc` is present for an XRC SRQ (IBA 11.2.3.1),
+    /// whose SRQ number the driver returns then: the number an XRC initiator names it by.
     fn create_srq(
         dev: &DeviceOf<Self>,
         srq: SrqHandle,
+        pd: PdId,
         attr: &mut SrqAttr,
+        xrc: Option<XrcSrqInit<'_, Self::Cq>>,
         udata: Option<&mut UData>,
-    ) -> Result<Self::Srq> {
-        let _ = (dev, srq, attr, udata);
+    ) -> Result<(Self::Srq, u32)> {
+        let _ = (dev, srq, pd, attr, xrc, udata);
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// Applies a Modify SRQ; all of it or nothing.

@@ -190,10 +190,20 @@ impl<I, D> Object<I, D> {
 pub(crate) struct PdId(usize);
 
 impl PdId {
+    /// No PD: what an object without one (an XRC target QP) is checked as, which no key
+    /// matches (no `struct ib_pd` is at address 0).
+    pub(crate) const NONE: Self = Self(0);
+
     pub(super) fn from_raw(ibpd: *mut bindings::ib_pd) -> Self {
         Self(ibpd as usize)
     }
 }
+
+/// The identity of an XRC domain (IBA 11.2.10.1), which XRC SRQs and XRC target QPs belong
+/// to: a number the driver gives it at allocation, which the transport engine compares
+/// between an SRQ and a target QP. It is stored right behind the core's `struct ib_xrcd`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct XrcdId(pub(crate) u32);
 
 /// Asynchronous QP events (IBA 11.6.3), as `enum ib_event_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

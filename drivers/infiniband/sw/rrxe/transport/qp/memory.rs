@@ -83,7 +83,9 @@ pub enum RemoteAccess {
 pub enum PdOf {
     /// The QP's own protection domain.
     Qp,
-    /// The protection domain of an XRC SRQ, as the driver numbers it.
+    /// The protection domain of an XRC SRQ, as the driver names it in
+    /// [`super::io::XrcSrq::pd`] (rrxe names it by the SRQ's number and
+    /// resolves it when the key is used).
     XrcSrq(u32),
 }
 

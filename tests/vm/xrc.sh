@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# XRC through the raw uverbs write commands and the rings they map, on one rrxe device in
+# loopback: XRC domains, XRC SRQs, XRC target QPs that outlive the process that created
+# them and the errnos of their misuse (xrc.py); Sends, Writes and Reads from an XRC
+# initiator into the XRC SRQs they name, and the NAKs of SRQs and keys a target must refuse
+# (xrc_data.py). Runs as root in the VM.
+#
+#   xrc.sh [rrxe|rxe]
+#
+# rdma_rxe has no XRC (no alloc_xrcd, no IB_DEVICE_XRC): with `rxe` the script reports
+# one skip and loads nothing. The device runs over eth0 when there is one, else over a
+# veth pair.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/tap.sh"
+. "$here/../lib/gid.sh"
+
+case ${1:-rrxe} in
+rrxe) mod=rrxe dev=rrxe0 ;;
+rxe)
+	tap_begin "XRC through raw uverbs commands on rxe0"
+	skip "XRC domains, SRQs and target QPs" "rdma_rxe implements no XRC (no alloc_xrcd, IB_DEVICE_XRC unset)"
+	tap_end
+	exit $?
+	;;
+*)
+	echo "usage: $0 [rrxe|rxe]" >&2
+	exit 2
+	;;
+esac
+
+if [ -e /sys/class/net/eth0 ]; then
+	nd=eth0
+	addr=${RRXE_LOCAL_IP4:-}
+	ip link set eth0 up
+else
+	nd=vng0
+	addr=198.51.100.1
+	ip link add vng0 type veth peer name vng1
+	ip addr add "$addr/24" dev vng0
+	ip link set vng1 up
+	ip link set vng0 up
+fi
+modprobe "$mod" || exit 1
+rdma link add "$dev" type "$mod" netdev "$nd" || exit 1
+wait_for 10 gid_index "$dev" "$addr"
+gid=$(gid_index "$dev" "$addr")
+if [ -z "$gid" ]; then
+	echo "# no RoCE v2 GID for $addr on $dev"
+	rc=1
+else
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc.py"
+	rc=$?
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_data.py" || rc=1
+fi
+rdma link delete "$dev"
+[ "$nd" = vng0 ] && ip link delete vng0
+rmmod "$mod"
+exit $rc
