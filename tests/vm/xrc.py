@@ -9,8 +9,8 @@ The stock rdma-core rxe provider (v44, used by pyverbs) has no XRC verbs: ibv_op
 ibv_create_srq_ex and ibv_create_qp_ex with an XRCD fail in userspace. So this test writes
 IB_USER_VERBS_CMD_OPEN_XRCD, CREATE_XSRQ, CREATE_QP, OPEN_QP, MODIFY_QP, QUERY_QP,
 DESTROY_QP, DESTROY_SRQ and CLOSE_XRCD itself to the command fd of a pyverbs Context, in
-the layouts of include/uapi/rdma/ib_user_verbs.h (6.12). pyverbs gives only the Context,
-PDs and CQs (their handles).
+the layouts of include/uapi/rdma/ib_user_verbs.h (6.12), through tests/lib/uverbs_raw.py.
+pyverbs gives only the Context, PDs and CQs (their handles).
 
 The point (IBA Annex A14, XRC; in the kernel ib_create_qp_user ->
 create_xrc_qp_user):
@@ -22,16 +22,11 @@ it, as long as another process holds a handle opened through the same XRC domain
 Run inside a VM with the device named by $RRXE_DEV (default rrxe0), GID index $RRXE_GID.
 `xrc.py creator PATH` is the child process of the cross-process rows (see creator()).
 """
-import ctypes
 import errno
 import json
 import os
-import select
-import struct
-import subprocess
 import sys
 import tempfile
-import time
 import traceback
 
 from pyverbs.cq import CQ
@@ -43,46 +38,14 @@ import pyverbs.enums as e
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
 import tap  # noqa: E402 - tests/lib, found through the line above
 from tap import fails_with, row  # noqa: E402
+from uverbs_raw import (  # noqa: E402
+    ACCESS_REMOTE, DEVICE_XRC, MTU_1024, QP_ACCESS_FLAGS, QP_AV, QP_DEST_QPN,
+    QP_MAX_DEST_RD_ATOMIC, QP_MIN_RNR_TIMER, QP_PATH_MTU, QP_PKEY_INDEX, QP_PORT, QP_RQ_PSN,
+    QP_STATE, QPS_ERR, QPS_INIT, QPS_RESET, QPS_RTR, QPT_RC, QPT_XRC_TGT, STATE_NAMES, Child,
+    Raw, av, handle_of, listed_for_pid, qp_listed, read_gid, restrack, srqs)
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID = int(os.environ.get("RRXE_GID", "0"))
-
-# enum ib_uverbs_write_cmds (ib_user_verbs.h: implicit values counted from GET_CONTEXT = 0).
-CMD_CREATE_QP = 24
-CMD_QUERY_QP = 25
-CMD_MODIFY_QP = 26
-CMD_DESTROY_QP = 27
-CMD_DESTROY_SRQ = 35
-CMD_OPEN_XRCD = 37
-CMD_CLOSE_XRCD = 38
-CMD_CREATE_XSRQ = 39
-CMD_OPEN_QP = 40
-
-# enum ib_uverbs_qp_type / ib_uverbs_srq_type (ib_user_ioctl_verbs.h).
-QPT_RC = 2
-QPT_XRC_INI = 9
-QPT_XRC_TGT = 10
-SRQT_XRC = 1
-# IB_UVERBS_DEVICE_XRC: the device capability flag that says XRC is supported.
-DEVICE_XRC = 1 << 20
-
-# enum ib_qp_attr_mask (include/rdma/ib_verbs.h; the uverbs ABI passes it through).
-QP_STATE = 1 << 0
-QP_ACCESS_FLAGS = 1 << 3
-QP_PKEY_INDEX = 1 << 4
-QP_PORT = 1 << 5
-QP_AV = 1 << 7
-QP_PATH_MTU = 1 << 8
-QP_RQ_PSN = 1 << 12
-QP_MIN_RNR_TIMER = 1 << 15
-QP_MAX_DEST_RD_ATOMIC = 1 << 17
-QP_DEST_QPN = 1 << 20
-QUERY_ALL = (1 << 21) - 1
-
-QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR = range(7)
-STATE_NAMES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"]
-MTU_1024 = 3
-ACCESS_REMOTE = 2 | 4 | 8  # IB_ACCESS_REMOTE_WRITE | READ | ATOMIC
 
 # Attributes the TGT is brought to RTR with, checked again through QUERY_QP.
 RQ_PSN = 0xabcdef
@@ -92,151 +55,6 @@ MAX_DEST_RD = 4
 NO_QPN = 0xffffff  # never allocated: QPNs are handed out from low numbers up
 NO_HANDLE = 0x7ffffff0  # never allocated: handles are small indices of the context's xarray
 
-# struct ib_uverbs_qp_dest: dgid, flow_label, dlid, reserved, sgid_index, hop_limit,
-# traffic_class, sl, src_path_bits, static_rate, is_global, port_num.
-DEST_FMT = "=16sIHHBBBBBBBB"
-DEST_FIELDS = ("dgid", "flow_label", "dlid", "reserved", "sgid_index", "hop_limit",
-               "traffic_class", "sl", "src_path_bits", "static_rate", "is_global", "port_num")
-# struct ib_uverbs_modify_qp after its two qp_dest (64 bytes): 112 bytes in all.
-MODIFY_TAIL_FMT = "=7IHH14B2x"
-MODIFY_U8 = ("qp_state", "cur_qp_state", "path_mtu", "path_mig_state", "en_sqd_async_notify",
-             "max_rd_atomic", "max_dest_rd_atomic", "min_rnr_timer", "port_num", "timeout",
-             "retry_cnt", "rnr_retry", "alt_port_num", "alt_timeout")
-# struct ib_uverbs_query_qp_resp after its two qp_dest: 128 bytes in all.
-QUERY_TAIL_FMT = "=10IHH15B5x"
-QUERY_TAIL = ("max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge", "max_inline_data",
-              "qkey", "rq_psn", "sq_psn", "dest_qp_num", "qp_access_flags", "pkey_index",
-              "alt_pkey_index", "qp_state", "cur_qp_state", "path_mtu", "path_mig_state",
-              "sq_draining", "max_rd_atomic", "max_dest_rd_atomic", "min_rnr_timer",
-              "port_num", "timeout", "retry_cnt", "rnr_retry", "alt_port_num", "alt_timeout",
-              "sq_sig_all")
-assert struct.calcsize(DEST_FMT) == 32
-assert 64 + struct.calcsize(MODIFY_TAIL_FMT) == 112
-assert 64 + struct.calcsize(QUERY_TAIL_FMT) == 128
-
-# Response sizes: the core's struct, then (for UDATA commands) the driver's, which the core
-# places right after it in the same buffer (ib_uverbs_write: driver_udata.outbuf =
-# response + resp_size).
-CREATE_QP_RESP = 32   # struct ib_uverbs_create_qp_resp (also OPEN_QP's)
-RXE_QP_RESP = 32      # struct rxe_create_qp_resp: rq_mi, sq_mi (struct mminfo, 16 bytes)
-SRQ_RESP = 16         # struct ib_uverbs_create_srq_resp
-RXE_SRQ_RESP = 24     # struct rxe_create_srq_resp: mi (16), srq_num, reserved
-
-
-def handle_of(obj):
-    """The uverbs handle of a pyverbs PD or CQ. PD has a `handle` property; a CQ may not
-    (rdma-core's pyverbs CQ prints its handle in str() but has no property for it in
-    every release), so fall back to that line."""
-    h = getattr(obj, "handle", None)
-    if h is not None:
-        return int(h)
-    for line in str(obj).splitlines():
-        if line.strip().lower().startswith("handle"):
-            return int(line.split(":", 1)[1])
-    raise AssertionError(f"no handle for {type(obj).__name__}")
-
-
-def read_gid(dev, index):
-    """The raw 16 bytes of GID `index` of port 1, from sysfs (no pyverbs GID formatting)."""
-    with open(f"/sys/class/infiniband/{dev}/ports/1/gids/{index}") as f:
-        return bytes.fromhex(f.read().strip().replace(":", ""))
-
-
-class Raw:
-    """The raw uverbs write commands on one pyverbs Context's command fd. Each method
-    raises OSError with the command's errno (os.write returns -1, errno set)."""
-
-    def __init__(self, ctx):
-        self.fd = ctx.cmd_fd
-
-    def _write(self, cmd, body, out_len=0):
-        # struct ib_uverbs_cmd_hdr: in_words counts the header and the body in 4-byte words,
-        # out_words the response buffer (not extended commands: uverbs_main.c verify_hdr).
-        assert len(body) % 4 == 0 and out_len % 4 == 0
-        hdr = struct.pack("=IHH", cmd, (8 + len(body)) // 4, out_len // 4)
-        n = os.write(self.fd, hdr + body)
-        assert n == len(hdr) + len(body), f"write returned {n}"
-
-    def open_xrcd(self, fd=-1, oflags=0):
-        resp = ctypes.create_string_buffer(4)
-        body = struct.pack("=QII", ctypes.addressof(resp), fd & 0xffffffff, oflags)
-        self._write(CMD_OPEN_XRCD, body, len(resp))
-        return struct.unpack("=I", resp.raw)[0]
-
-    def close_xrcd(self, xrcd):
-        self._write(CMD_CLOSE_XRCD, struct.pack("=I", xrcd))
-
-    def create_xsrq(self, xrcd, pd, cq, max_wr=16, max_sge=1):
-        """Returns {handle, max_wr, max_sge, srqn, drv_srq_num}: the core's response and
-        the srq_num of the driver's struct rxe_create_srq_resp after it."""
-        resp = ctypes.create_string_buffer(SRQ_RESP + RXE_SRQ_RESP)
-        body = struct.pack("=QQ8I", ctypes.addressof(resp), 0x5e5e, SRQT_XRC, pd, max_wr,
-                           max_sge, 0, 0, xrcd, cq)
-        self._write(CMD_CREATE_XSRQ, body, len(resp))
-        handle, got_wr, got_sge, srqn = struct.unpack_from("=4I", resp.raw, 0)
-        _off, _size, _pad, drv_srqn, _rsvd = struct.unpack_from("=QIIII", resp.raw, SRQ_RESP)
-        return {"handle": handle, "max_wr": got_wr, "max_sge": got_sge, "srqn": srqn,
-                "drv_srq_num": drv_srqn}
-
-    def destroy_srq(self, srq):
-        resp = ctypes.create_string_buffer(4)
-        self._write(CMD_DESTROY_SRQ, struct.pack("=QII", ctypes.addressof(resp), srq, 0),
-                    len(resp))
-
-    def _create_qp(self, qp_type, pd, scq=0, rcq=0, max_send_wr=0, max_send_sge=0,
-                   drv_out=0):
-        resp = ctypes.create_string_buffer(CREATE_QP_RESP + drv_out)
-        body = struct.pack("=QQ9IBBBB", ctypes.addressof(resp), 0x7e57, pd, scq, rcq, 0,
-                           max_send_wr, 0, max_send_sge, 0, 0, 0, qp_type, 0, 0)
-        self._write(CMD_CREATE_QP, body, len(resp))
-        handle, qpn = struct.unpack_from("=II", resp.raw, 0)
-        return handle, qpn
-
-    def create_tgt(self, xrcd):
-        """CREATE_QP of an XRC_TGT: pd_handle names the XRCD; no CQs, no SRQ, no queues
-        (a target's receives go to the XRC SRQ each packet's XRCETH names). The core gives
-        the driver no udata for it (ib_create_qp_user: the real QP is the kernel's)."""
-        return self._create_qp(QPT_XRC_TGT, xrcd)
-
-    def create_ini(self, pd, cq):
-        """CREATE_QP of an XRC_INI: a send queue only (the core zeroes the receive caps),
-        with the rxe provider's driver response (struct rxe_create_qp_resp) after the
-        core's."""
-        return self._create_qp(QPT_XRC_INI, pd, cq, cq, max_send_wr=16, max_send_sge=1,
-                               drv_out=RXE_QP_RESP)
-
-    def open_qp(self, xrcd, qpn, qp_type=QPT_XRC_TGT):
-        resp = ctypes.create_string_buffer(CREATE_QP_RESP)
-        body = struct.pack("=QQIIB7x", ctypes.addressof(resp), 0x09e4, xrcd, qpn, qp_type)
-        self._write(CMD_OPEN_QP, body, len(resp))
-        return struct.unpack_from("=II", resp.raw, 0)
-
-    def modify_qp(self, qp, mask, dest=None, **kw):
-        d = dict.fromkeys(DEST_FIELDS, 0)
-        d["dgid"] = b"\0" * 16
-        d.update(dest or {})
-        dest_b = struct.pack(DEST_FMT, *(d[k] for k in DEST_FIELDS))
-        alt_b = struct.pack(DEST_FMT, b"\0" * 16, *([0] * 11))
-        tail = struct.pack(MODIFY_TAIL_FMT, qp, mask, kw.get("qkey", 0), kw.get("rq_psn", 0),
-                           kw.get("sq_psn", 0), kw.get("dest_qp_num", 0),
-                           kw.get("qp_access_flags", 0), kw.get("pkey_index", 0), 0,
-                           *(kw.get(k, 0) for k in MODIFY_U8))
-        self._write(CMD_MODIFY_QP, dest_b + alt_b + tail)
-
-    def query_qp(self, qp, mask=QUERY_ALL):
-        resp = ctypes.create_string_buffer(128)
-        self._write(CMD_QUERY_QP, struct.pack("=QII", ctypes.addressof(resp), qp, mask),
-                    len(resp))
-        dest = dict(zip(DEST_FIELDS, struct.unpack_from(DEST_FMT, resp.raw, 0)))
-        a = dict(zip(QUERY_TAIL, struct.unpack_from(QUERY_TAIL_FMT, resp.raw, 64)))
-        a["dest"] = dest
-        return a
-
-    def destroy_qp(self, qp):
-        resp = ctypes.create_string_buffer(4)
-        self._write(CMD_DESTROY_QP, struct.pack("=QII", ctypes.addressof(resp), qp, 0),
-                    len(resp))
-
 
 def tgt_to_rtr(raw, qp, gid_bytes):
     """RESET->INIT->RTR with the attributes ib_modify_qp_is_ok() requires of an XRC_TGT
@@ -245,11 +63,9 @@ def tgt_to_rtr(raw, qp, gid_bytes):
     is global) to the device's own GID: loopback."""
     raw.modify_qp(qp, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
                   qp_state=QPS_INIT, pkey_index=0, port_num=1, qp_access_flags=ACCESS_REMOTE)
-    dest = {"dgid": gid_bytes, "sgid_index": GID, "hop_limit": 64, "is_global": 1,
-            "port_num": 1}
     raw.modify_qp(qp, QP_STATE | QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN
-                  | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER, dest=dest, qp_state=QPS_RTR,
-                  path_mtu=MTU_1024, dest_qp_num=DEST_QPN, rq_psn=RQ_PSN,
+                  | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER, dest=av(gid_bytes, GID),
+                  qp_state=QPS_RTR, path_mtu=MTU_1024, dest_qp_num=DEST_QPN, rq_psn=RQ_PSN,
                   max_dest_rd_atomic=MAX_DEST_RD, min_rnr_timer=MIN_RNR)
 
 
@@ -289,7 +105,7 @@ def creator(path):
         cq = CQ(ctx, 16)
         fd = os.open(path, os.O_RDWR)
         xrcd = raw.open_xrcd(fd, os.O_CREAT)
-        srq = raw.create_xsrq(xrcd, handle_of(pd), handle_of(cq))
+        srq = raw.create_xsrq(xrcd, handle_of(pd), handle_of(cq), max_wr=16)
         qp, qpn = raw.create_tgt(xrcd)
         tgt_to_rtr(raw, qp, read_gid(DEV, GID))
         print(json.dumps({"qpn": qpn, "srqn": srq["srqn"], "pid": os.getpid()}), flush=True)
@@ -302,48 +118,6 @@ def creator(path):
 
 if len(sys.argv) > 2 and sys.argv[1] == "creator":
     creator(sys.argv[2])
-
-# --- restrack (rdma resource show) ---
-
-
-def restrack(kind):
-    """The `rdma -j resource show KIND` entries of DEV (dicts). Every exec costs ~1.5 s
-    on the debug kernel under TCG: callers ask once per check."""
-    out = subprocess.run(["rdma", "-j", "resource", "show", kind], capture_output=True,
-                         text=True, timeout=30)
-    assert out.returncode == 0, f"rdma resource show {kind}: {out.stderr.strip()}"
-    found = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            if x.get("ifname") == DEV:
-                found.append(x)
-            else:
-                for v in x.values():
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(json.loads(out.stdout or "[]"))
-    return found
-
-
-def qp_listed(qpn):
-    """The restrack entry of QPN on DEV, or None."""
-    for q in restrack("qp"):
-        if int(q.get("lqpn", -1)) == qpn:
-            return q
-    return None
-
-
-def srqs():
-    """The SRQ entries of DEV, or None when this iproute2 cannot list SRQs."""
-    try:
-        return restrack("srq")
-    except AssertionError:
-        return None
-
 
 # --- the checks ---
 
@@ -398,7 +172,7 @@ class Objs:
     def __exit__(self, *exc):
         for kind, h in reversed(self.items):
             try:
-                {"qp": raw.destroy_qp, "srq": raw.destroy_srq, "xrcd": raw.close_xrcd}[kind](h)
+                raw.destroy(kind, h)
             except OSError as err:
                 tap.diag(f"cleanup: destroying {kind} {h}: {err}")
         for v in reversed(self.verbs):
@@ -497,7 +271,7 @@ def xsrq_bad(which, *errnos):
         args[which] = NO_HANDLE
 
         def create():
-            s = raw.create_xsrq(args["xrcd"], args["pd"], args["cq"])
+            s = raw.create_xsrq(args["xrcd"], args["pd"], args["cq"], max_wr=16)
             o.add("srq", s["handle"])
 
         fails_with(create, *errnos)
@@ -513,7 +287,7 @@ row("create_xsrq with a bad pd handle -> ENOENT", xsrq_bad, "pd", errno.ENOENT)
 def close_xrcd_busy_srq():
     with Objs() as o:
         x = o.add("xrcd", raw.open_xrcd())
-        s = raw.create_xsrq(x, handle_of(pd), handle_of(cq))
+        s = raw.create_xsrq(x, handle_of(pd), handle_of(cq), max_wr=16)
         o.add("srq", s["handle"])
         # uverbs_free_xrcd: not while an SRQ or QP made through this handle uses it.
         fails_with(lambda: raw.close_xrcd(x), errno.EBUSY)
@@ -652,13 +426,13 @@ def shared_refcount():
         fails_with(lambda: raw.close_xrcd(x2), errno.EBUSY)
         raw.destroy_qp(c)
         o.forget("qp", c)
-        assert qp_listed(qpn), f"QP {qpn:#x} gone with its creator's handle, one remains"
+        assert qp_listed(DEV, qpn), f"QP {qpn:#x} gone with its creator's handle, one remains"
         expect_rtr_attrs(raw, h, GIDB)
         raw.close_xrcd(x1)  # its QP handle is gone: x1 is free, the domain lives on in x2
         o.forget("xrcd", x1)
         raw.destroy_qp(h)
         o.forget("qp", h)
-        assert qp_listed(qpn) is None, f"QP {qpn:#x} still listed after its last handle"
+        assert qp_listed(DEV, qpn) is None, f"QP {qpn:#x} still listed after its last handle"
         fails_with(lambda: raw.open_qp(x2, qpn), errno.EINVAL)
 
 
@@ -667,44 +441,6 @@ row("one shared XRCD through two handles: TGT created through one, opened throug
     shared_refcount)
 
 # --- the point: a target QP outlives the process that created it ---
-
-
-class Creator:
-    """P1, `xrc.py creator PATH` in a process of its own (its own uverbs file)."""
-
-    def __init__(self, path):
-        self.p = subprocess.Popen([sys.executable, os.path.realpath(__file__), "creator", path],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT)
-        self.info = None
-        # Read the pipe's fd directly (no buffered readline): select() must see every byte.
-        # Python and pyverbs start slowly on the debug kernel under TCG: allow 40 s.
-        fd = self.p.stdout.fileno()
-        end = time.monotonic() + 40
-        out = b""
-        while self.info is None:
-            left = end - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            out += chunk
-            for line in out.decode(errors="replace").splitlines(keepends=True):
-                if line.startswith("{") and line.endswith("\n"):
-                    self.info = json.loads(line)
-        if self.info is None or "error" in self.info:
-            self.kill()
-            raise AssertionError("creator failed:\n" + (self.info or {}).get(
-                "error", out.decode(errors="replace") or "no output within 40 s"))
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait(timeout=20)
-        for f in (self.p.stdin, self.p.stdout):
-            if f and not f.closed:
-                f.close()
 
 
 S = {}  # what the cross-process rows hand on, step to step
@@ -719,10 +455,13 @@ def need(*keys):
           "XRC SRQ and an XRC_TGT QP in RTR; the QP is listed by rdma resource show")
 def p1_creates():
     S["path"] = new_file()
-    S["p1"] = Creator(S["path"])
+    # P1, `xrc.py creator PATH` in a process of its own (its own uverbs file). Python and
+    # pyverbs start slowly on the debug kernel under TCG: allow 40 s.
+    S["p1"] = Child([sys.executable, os.path.realpath(__file__), "creator", S["path"]], 40,
+                    "creator")
     info = S["p1"].info
     assert 0 < info["qpn"] < 1 << 24 and 0 < info["srqn"] < 1 << 24, info
-    q = qp_listed(info["qpn"])
+    q = qp_listed(DEV, info["qpn"])
     assert q is not None, f"QP {info['qpn']:#x} not in rdma resource show qp"
     tap.diag(f"P1 pid {info['pid']}: QP {info['qpn']:#x} listed as {json.dumps(q)}")
     S["qpn"] = info["qpn"]
@@ -749,20 +488,15 @@ def p1_exits():
     S["p1"].kill()
     # The kernel destroys P1's objects when its uverbs file is released, during the exit
     # and before the parent's wait returns; poll briefly anyway.
-    end = time.monotonic() + 10
-    while True:
-        left = [p for p in restrack("pd") if int(p.get("pid", -1)) == pid]
-        if not left or time.monotonic() > end:
-            break
-        time.sleep(0.5)
+    left = listed_for_pid(DEV, "pd", pid, 10)
     assert not left, f"P1's PDs still listed: {left}"
-    s = srqs()
+    s = srqs(DEV)
     if s is None:
         tap.diag("this iproute2 lists no SRQs: P1's XRC SRQ not checked")
     else:
         assert not [x for x in s if int(x.get("srqn", -1)) == srqn], \
             f"P1's XRC SRQ {srqn:#x} still listed"
-    q = qp_listed(S["qpn"])
+    q = qp_listed(DEV, S["qpn"])
     assert q is not None, f"QP {S['qpn']:#x} gone with its creator; P2 holds a handle"
     tap.diag(f"after P1's exit: {json.dumps(q)}")
 
@@ -791,7 +525,7 @@ def p2_destroys():
     need("h")
     raw.destroy_qp(S["h"])
     S["destroyed"] = S.pop("h")
-    assert qp_listed(S["qpn"]) is None, f"QP {S['qpn']:#x} still listed after its last handle"
+    assert qp_listed(DEV, S["qpn"]) is None, f"QP {S['qpn']:#x} still listed after its last handle"
 
 
 @tap.test("the destroyed handle: query_qp, modify_qp, destroy_qp -> ENOENT; open_qp of the "
@@ -832,7 +566,8 @@ if "fd" in S:
 
 def ini_create():
     with Objs() as o:
-        qp, qpn = raw.create_ini(handle_of(pd), handle_of(cq))
+        ini = raw.create_ini(handle_of(pd), handle_of(cq))
+        qp, qpn = ini["handle"], ini["qpn"]
         o.add("qp", qp)
         assert 0 < qpn < 1 << 24, qpn
         expect_state(raw, qp, QPS_RESET)
@@ -849,9 +584,9 @@ row("create_qp XRC_INI (PD, send CQ, the rxe provider's driver response): create
 
 def nothing_left():
     # Every QP of this test is gone; what may remain is the device's own GSI QP (QP1).
-    qps = [q for q in restrack("qp") if q.get("type") not in ("GSI", "SMI")]
+    qps = [q for q in restrack(DEV, "qp") if q.get("type") not in ("GSI", "SMI")]
     assert not qps, f"QPs left on {DEV}: {qps}"
-    s = srqs()
+    s = srqs(DEV)
     if s is None:
         tap.diag("this iproute2 lists no SRQs: leftover SRQs not checked")
     else:

@@ -15,6 +15,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/tap.sh"
 . "$here/../lib/gid.sh"
+. "$here/../lib/device.sh"
 
 case ${1:-rrxe} in
 rrxe) mod=rrxe dev=rrxe0 ;;
@@ -30,31 +31,16 @@ rxe)
 	;;
 esac
 
-if [ -e /sys/class/net/eth0 ]; then
-	nd=eth0
-	addr=${RRXE_LOCAL_IP4:-}
-	ip link set eth0 up
-else
-	nd=vng0
-	addr=198.51.100.1
-	ip link add vng0 type veth peer name vng1
-	ip addr add "$addr/24" dev vng0
-	ip link set vng1 up
-	ip link set vng0 up
-fi
-modprobe "$mod" || exit 1
-rdma link add "$dev" type "$mod" netdev "$nd" || exit 1
-wait_for 10 gid_index "$dev" "$addr"
-gid=$(gid_index "$dev" "$addr")
+device_up "$mod" "$dev" || exit 1
 if [ -z "$gid" ]; then
-	echo "# no RoCE v2 GID for $addr on $dev"
 	rc=1
 else
 	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc.py"
 	rc=$?
 	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_data.py" || rc=1
+	# Two VMs (the peer runs xrc-peer.sh): a target outliving its creator receives from the
+	# peer's initiator; one skip unless RRXE_XRC_PEER (else RRXE_SRQ_PEER) is 1.
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_seed.py" a || rc=1
 fi
-rdma link delete "$dev"
-[ "$nd" = vng0 ] && ip link delete vng0
-rmmod "$mod"
+device_down
 exit $rc

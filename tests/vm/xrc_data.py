@@ -15,19 +15,17 @@ The stock rdma-core rxe provider (v44, used by pyverbs) has no XRC verbs, so, as
 tests/vm/xrc.py does, this test writes OPEN_XRCD, CREATE_XSRQ, CREATE_QP, MODIFY_QP,
 QUERY_QP, POST_SEND (the send doorbell, no WRs), DESTROY_QP, DESTROY_SRQ and CLOSE_XRCD
 itself to the command fd of a pyverbs Context, in the layouts of
-include/uapi/rdma/ib_user_verbs.h (6.12). It maps the SRQ and SQ rings the driver exports
-(struct rxe_queue_buf, Documentation/rrxe/uverbs-abi.rst section 2) and writes receive and
-send WQEs into them as the rxe provider would (sections 5 and 6); an XRC_INI send WQE
-carries the remote XRC SRQ number in the `reserved` u32 at byte 8 (rrxe's abi.rs,
-send::XRC_SRQN). pyverbs gives the Context, PDs, MRs and CQs, and polls the CQs.
+include/uapi/rdma/ib_user_verbs.h (6.12), through tests/lib/uverbs_raw.py. It maps the
+SRQ and SQ rings the driver exports (struct rxe_queue_buf, Documentation/rrxe/uverbs-abi.rst
+section 2) and writes receive and send WQEs into them as the rxe provider would (sections
+5 and 6); an XRC_INI send WQE carries the remote XRC SRQ number in the `reserved` u32 at
+byte 8 (rrxe's abi.rs, send::XRC_SRQN). pyverbs gives the Context, PDs, MRs and CQs, and
+polls the CQs.
 
 Run inside a VM with the device named by $RRXE_DEV (default rrxe0), GID index $RRXE_GID.
 """
-import ctypes
 import json
-import mmap
 import os
-import struct
 import subprocess
 import sys
 import time
@@ -41,346 +39,23 @@ import pyverbs.enums as e
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
 import tap  # noqa: E402 - tests/lib, found through the line above
 from tap import row  # noqa: E402
+from uverbs_raw import (  # noqa: E402
+    ACCESS_REMOTE, DEVICE_XRC, MTU_1024, QP_ACCESS_FLAGS, QP_AV, QP_DEST_QPN,
+    QP_MAX_DEST_RD_ATOMIC, QP_MAX_QP_RD_ATOMIC, QP_MIN_RNR_TIMER, QP_PATH_MTU, QP_PKEY_INDEX,
+    QP_PORT, QP_RETRY_CNT, QP_RNR_RETRY, QP_RQ_PSN, QP_SQ_PSN, QP_STATE, QP_TIMEOUT, QPS_ERR,
+    QPS_INIT, QPS_RTR, QPS_RTS, STATE_NAMES, WC_RDMA_READ, WC_RDMA_WRITE, WC_RECV,
+    WC_REM_ACCESS_ERR, WC_SEND, WC_SUCCESS, WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, Raw, Ring,
+    av, handle_of, no_completion, poll, read_gid, restrack, wc_name, wc_str)
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID = int(os.environ.get("RRXE_GID", "0"))
 POLL_TIMEOUT = 10.0  # seconds, every completion wait
 
-# enum ib_uverbs_write_cmds (ib_user_verbs.h: implicit values counted from GET_CONTEXT = 0).
-CMD_CREATE_QP = 24
-CMD_QUERY_QP = 25
-CMD_MODIFY_QP = 26
-CMD_DESTROY_QP = 27
-CMD_POST_SEND = 28
-CMD_DESTROY_SRQ = 35
-CMD_OPEN_XRCD = 37
-CMD_CLOSE_XRCD = 38
-CMD_CREATE_XSRQ = 39
-
-# enum ib_uverbs_qp_type / ib_uverbs_srq_type (ib_user_ioctl_verbs.h).
-QPT_XRC_INI = 9
-QPT_XRC_TGT = 10
-SRQT_XRC = 1
-DEVICE_XRC = 1 << 20  # IB_UVERBS_DEVICE_XRC
-
-# enum ib_qp_attr_mask (include/rdma/ib_verbs.h; the uverbs ABI passes it through).
-QP_STATE = 1 << 0
-QP_ACCESS_FLAGS = 1 << 3
-QP_PKEY_INDEX = 1 << 4
-QP_PORT = 1 << 5
-QP_AV = 1 << 7
-QP_PATH_MTU = 1 << 8
-QP_TIMEOUT = 1 << 9
-QP_RETRY_CNT = 1 << 10
-QP_RNR_RETRY = 1 << 11
-QP_RQ_PSN = 1 << 12
-QP_MAX_QP_RD_ATOMIC = 1 << 13
-QP_MIN_RNR_TIMER = 1 << 15
-QP_SQ_PSN = 1 << 16
-QP_MAX_DEST_RD_ATOMIC = 1 << 17
-QP_DEST_QPN = 1 << 20
-
-QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR = range(7)
-STATE_NAMES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"]
-MTU = 1024
-MTU_1024 = 3  # IB_MTU_1024
-ACCESS_REMOTE = 2 | 4 | 8  # IB_ACCESS_REMOTE_WRITE | READ | ATOMIC
-
-# Send opcodes (IB_UVERBS_WR_* = IBV_WR_* = IB_WR_*) and flags (abi.rs `wr`, `send_flag`).
-WR_RDMA_WRITE = 0
-WR_SEND = 2
-WR_RDMA_READ = 4
-SEND_SIGNALED = 2
-
-# Work completion statuses and opcodes (IBV_WC_* = IB_WC_*; uverbs-abi.rst section 9).
-WC_SUCCESS = 0
-WC_REM_ACCESS_ERR = 10
-WC_NAMES = {0: "SUCCESS", 2: "LOC_QP_OP_ERR", 4: "LOC_PROT_ERR", 5: "WR_FLUSH_ERR",
-            9: "REM_INV_REQ_ERR", 10: "REM_ACCESS_ERR", 11: "REM_OP_ERR",
-            12: "RETRY_EXC_ERR", 13: "RNR_RETRY_EXC_ERR"}
-WC_SEND = 0
-WC_RDMA_WRITE = 1
-WC_RDMA_READ = 2
-WC_RECV = 128
-
 # Both ends' PSNs (the INI's sq_psn is the TGT's rq_psn and the other way round).
 INI_SQ_PSN = 0x1234
 TGT_SQ_PSN = 0x5678
 
-# struct rxe_queue_buf (uverbs-abi.rst section 2): header, then the slots.
-Q_LOG2_ELEM = 0
-Q_INDEX_MASK = 4
-Q_PRODUCER = 128
-Q_CONSUMER = 256
-Q_DATA = 384
-# struct rxe_send_wqe (section 5; rrxe abi.rs `send`): 208-byte header, then the SGEs.
-SWQE_WR_ID = 0
-SWQE_XRC_SRQN = 8
-SWQE_OPCODE = 12
-SWQE_FLAGS = 16
-SWQE_REMOTE_ADDR = 24
-SWQE_RKEY = 32
-SWQE_IOVA = 152
-SWQE_DMA = 184  # length, resid, cur_sge, num_sge, sge_offset (u32 each)
-SWQE_HEADER = 208
-# struct rxe_recv_wqe (section 6; abi.rs `recv`): 40-byte header, then the SGEs.
-RWQE_WR_ID = 0
-RWQE_DMA = 16  # length, resid, cur_sge, num_sge, sge_offset
-RWQE_HEADER = 40
-SGE_LEN = 16  # addr u64, length u32, lkey u32
-
-# struct ib_uverbs_qp_dest and the rest of struct ib_uverbs_modify_qp (as in xrc.py).
-DEST_FMT = "=16sIHHBBBBBBBB"
-DEST_FIELDS = ("dgid", "flow_label", "dlid", "reserved", "sgid_index", "hop_limit",
-               "traffic_class", "sl", "src_path_bits", "static_rate", "is_global", "port_num")
-MODIFY_TAIL_FMT = "=7IHH14B2x"
-MODIFY_U8 = ("qp_state", "cur_qp_state", "path_mtu", "path_mig_state", "en_sqd_async_notify",
-             "max_rd_atomic", "max_dest_rd_atomic", "min_rnr_timer", "port_num", "timeout",
-             "retry_cnt", "rnr_retry", "alt_port_num", "alt_timeout")
-assert struct.calcsize(DEST_FMT) == 32
-assert 64 + struct.calcsize(MODIFY_TAIL_FMT) == 112
-
-# Response sizes: the core's struct, then the driver's right after it (ib_uverbs_write).
-CREATE_QP_RESP = 32   # struct ib_uverbs_create_qp_resp
-RXE_QP_RESP = 32      # struct rxe_create_qp_resp: rq_mi, sq_mi (struct mminfo, 16 bytes)
-SRQ_RESP = 16         # struct ib_uverbs_create_srq_resp
-RXE_SRQ_RESP = 24     # struct rxe_create_srq_resp: mi (16), srq_num, reserved
-POST_SEND_WQE_SIZE = 128  # >= sizeof(struct ib_uverbs_send_wr) (56), as the core requires
-
 NO_SRQN = 0xfffffe  # a 24-bit SRQ number no SRQ has (numbers are handed out low first)
-
-
-def handle_of(obj):
-    """The uverbs handle of a pyverbs PD or CQ (as xrc.py: a CQ may only print it)."""
-    h = getattr(obj, "handle", None)
-    if h is not None:
-        return int(h)
-    for line in str(obj).splitlines():
-        if line.strip().lower().startswith("handle"):
-            return int(line.split(":", 1)[1])
-    raise AssertionError(f"no handle for {type(obj).__name__}")
-
-
-def read_gid(dev, index):
-    """The raw 16 bytes of GID `index` of port 1, from sysfs."""
-    with open(f"/sys/class/infiniband/{dev}/ports/1/gids/{index}") as f:
-        return bytes.fromhex(f.read().strip().replace(":", ""))
-
-
-def wc_name(status):
-    return WC_NAMES.get(status, str(status))
-
-
-def wc_str(wc):
-    return (f"wr_id {wc.wr_id:#x} status {wc_name(wc.status)} opcode {wc.opcode} "
-            f"byte_len {wc.byte_len} qp_num {wc.qp_num:#x}")
-
-
-class Raw:
-    """The raw uverbs write commands on one pyverbs Context's command fd. Each method
-    raises OSError with the command's errno."""
-
-    def __init__(self, ctx):
-        self.fd = ctx.cmd_fd
-
-    def _write(self, cmd, body, out_len=0):
-        # struct ib_uverbs_cmd_hdr: in_words counts the header and the body in 4-byte words,
-        # out_words the response buffer.
-        assert len(body) % 4 == 0 and out_len % 4 == 0
-        hdr = struct.pack("=IHH", cmd, (8 + len(body)) // 4, out_len // 4)
-        n = os.write(self.fd, hdr + body)
-        assert n == len(hdr) + len(body), f"write returned {n}"
-
-    def open_xrcd(self, fd=-1, oflags=0):
-        resp = ctypes.create_string_buffer(4)
-        body = struct.pack("=QII", ctypes.addressof(resp), fd & 0xffffffff, oflags)
-        self._write(CMD_OPEN_XRCD, body, len(resp))
-        return struct.unpack("=I", resp.raw)[0]
-
-    def close_xrcd(self, xrcd):
-        self._write(CMD_CLOSE_XRCD, struct.pack("=I", xrcd))
-
-    def create_xsrq(self, xrcd, pd, cq, max_wr=8, max_sge=1):
-        """Returns {handle, max_wr, max_sge, srqn, drv_srq_num, mi_offset, mi_size}."""
-        resp = ctypes.create_string_buffer(SRQ_RESP + RXE_SRQ_RESP)
-        body = struct.pack("=QQ8I", ctypes.addressof(resp), 0x5e5e, SRQT_XRC, pd, max_wr,
-                           max_sge, 0, 0, xrcd, cq)
-        self._write(CMD_CREATE_XSRQ, body, len(resp))
-        handle, got_wr, got_sge, srqn = struct.unpack_from("=4I", resp.raw, 0)
-        off, size, _pad, drv_srqn, _rsvd = struct.unpack_from("=QIIII", resp.raw, SRQ_RESP)
-        return {"handle": handle, "max_wr": got_wr, "max_sge": got_sge, "srqn": srqn,
-                "drv_srq_num": drv_srqn, "mi_offset": off, "mi_size": size}
-
-    def destroy_srq(self, srq):
-        resp = ctypes.create_string_buffer(4)
-        self._write(CMD_DESTROY_SRQ, struct.pack("=QII", ctypes.addressof(resp), srq, 0),
-                    len(resp))
-
-    def _create_qp(self, qp_type, pd, scq=0, rcq=0, max_send_wr=0, max_send_sge=0,
-                   drv_out=0):
-        resp = ctypes.create_string_buffer(CREATE_QP_RESP + drv_out)
-        body = struct.pack("=QQ9IBBBB", ctypes.addressof(resp), 0x7e57, pd, scq, rcq, 0,
-                           max_send_wr, 0, max_send_sge, 0, 0, 0, qp_type, 0, 0)
-        self._write(CMD_CREATE_QP, body, len(resp))
-        return resp.raw
-
-    def create_tgt(self, xrcd):
-        """CREATE_QP of an XRC_TGT (pd_handle names the XRCD; no CQs, no rings).
-        Returns (handle, qpn)."""
-        return struct.unpack_from("=II", self._create_qp(QPT_XRC_TGT, xrcd), 0)
-
-    def create_ini(self, pd, cq, max_send_wr=16, max_send_sge=1):
-        """CREATE_QP of an XRC_INI with the rxe provider's driver response after the core's.
-        Returns {handle, qpn, max_send_wr, max_send_sge, sq_offset, sq_size}; rq_mi is not
-        written for an XRC QP (no receive queue) and is ignored."""
-        r = self._create_qp(QPT_XRC_INI, pd, cq, cq, max_send_wr=max_send_wr,
-                            max_send_sge=max_send_sge, drv_out=RXE_QP_RESP)
-        handle, qpn, got_wr, _rwr, got_sge = struct.unpack_from("=5I", r, 0)
-        sq_off, sq_size = struct.unpack_from("=QI", r, CREATE_QP_RESP + 16)
-        return {"handle": handle, "qpn": qpn, "max_send_wr": got_wr, "max_send_sge": got_sge,
-                "sq_offset": sq_off, "sq_size": sq_size}
-
-    def modify_qp(self, qp, mask, dest=None, **kw):
-        d = dict.fromkeys(DEST_FIELDS, 0)
-        d["dgid"] = b"\0" * 16
-        d.update(dest or {})
-        dest_b = struct.pack(DEST_FMT, *(d[k] for k in DEST_FIELDS))
-        alt_b = struct.pack(DEST_FMT, b"\0" * 16, *([0] * 11))
-        tail = struct.pack(MODIFY_TAIL_FMT, qp, mask, kw.get("qkey", 0), kw.get("rq_psn", 0),
-                           kw.get("sq_psn", 0), kw.get("dest_qp_num", 0),
-                           kw.get("qp_access_flags", 0), kw.get("pkey_index", 0), 0,
-                           *(kw.get(k, 0) for k in MODIFY_U8))
-        self._write(CMD_MODIFY_QP, dest_b + alt_b + tail)
-
-    def qp_state(self, qp):
-        """QUERY_QP's qp_state (struct ib_uverbs_query_qp_resp: byte 64 + 10 u32 + 2 u16)."""
-        resp = ctypes.create_string_buffer(128)
-        self._write(CMD_QUERY_QP, struct.pack("=QII", ctypes.addressof(resp), qp, QP_STATE),
-                    len(resp))
-        return resp.raw[64 + 40 + 4]
-
-    def post_send(self, qp):
-        """The send doorbell as the rxe provider rings it (post_send_db): POST_SEND with no
-        WRs; the driver then takes what the SQ ring holds. Returns the core's bad_wr."""
-        resp = ctypes.create_string_buffer(4)
-        body = struct.pack("=QIIII", ctypes.addressof(resp), qp, 0, 0, POST_SEND_WQE_SIZE)
-        self._write(CMD_POST_SEND, body, len(resp))
-        return struct.unpack("=I", resp.raw)[0]
-
-    def destroy_qp(self, qp):
-        resp = ctypes.create_string_buffer(4)
-        self._write(CMD_DESTROY_QP, struct.pack("=QII", ctypes.addressof(resp), qp, 0),
-                    len(resp))
-
-
-class Ring:
-    """A mapped struct rxe_queue_buf that this process produces into (an SQ or an SRQ).
-    Indices are slot numbers, masked (section 2); the producer is stored after the WQE."""
-
-    def __init__(self, fd, offset, size, what):
-        assert size >= Q_DATA and offset % mmap.PAGESIZE == 0, \
-            f"{what}: mminfo offset {offset:#x} size {size:#x} cannot be mapped"
-        self.what = what
-        self.m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
-                           offset=offset)
-        self.log2 = self.u32(Q_LOG2_ELEM)
-        self.mask = self.u32(Q_INDEX_MASK)
-        self.slot = 1 << self.log2
-        slots = self.mask + 1
-        assert 6 <= self.log2 <= 16 and slots & (slots - 1) == 0, \
-            f"{what}: header log2_elem_size {self.log2}, index_mask {self.mask:#x}"
-        assert Q_DATA + slots * self.slot <= size, \
-            f"{what}: {slots} slots of {self.slot} bytes do not fit the {size}-byte mapping"
-        self.prod = self.u32(Q_PRODUCER) & self.mask
-
-    def u32(self, off):
-        return struct.unpack_from("=I", self.m, off)[0]
-
-    def consumer(self):
-        return self.u32(Q_CONSUMER)
-
-    def _next_slot(self):
-        cons = self.consumer() & self.mask
-        assert (self.prod + 1 - cons) & self.mask != 0, \
-            f"{self.what}: ring full (producer {self.prod}, consumer {cons})"
-        off = Q_DATA + (self.prod << self.log2)
-        self.m[off:off + self.slot] = bytes(self.slot)
-        self.prod = (self.prod + 1) & self.mask
-        return off
-
-    def recv(self, wr_id, addr, length, lkey):
-        """One struct rxe_recv_wqe with one SGE, published at once (no doorbell)."""
-        assert RWQE_HEADER + SGE_LEN <= self.slot
-        off = self._next_slot()
-        struct.pack_into("=Q", self.m, off + RWQE_WR_ID, wr_id)
-        struct.pack_into("=5I", self.m, off + RWQE_DMA, length, length, 0, 1, 0)
-        struct.pack_into("=QII", self.m, off + RWQE_HEADER, addr, length, lkey)
-        self.publish()
-
-    def send(self, wr_id, opcode, srqn, sge, remote=None, flags=SEND_SIGNALED):
-        """One struct rxe_send_wqe with one SGE (addr, length, lkey), naming XRC SRQ `srqn`;
-        `remote` is (remote_addr, rkey) for RDMA. Published by publish()."""
-        assert SWQE_HEADER + SGE_LEN <= self.slot
-        addr, length, lkey = sge
-        off = self._next_slot()
-        struct.pack_into("=QII", self.m, off + SWQE_WR_ID, wr_id, srqn, opcode)
-        struct.pack_into("=II", self.m, off + SWQE_FLAGS, flags, 0)
-        if remote is not None:
-            struct.pack_into("=QI", self.m, off + SWQE_REMOTE_ADDR, remote[0], remote[1])
-            struct.pack_into("=Q", self.m, off + SWQE_IOVA, remote[0])
-        struct.pack_into("=5I", self.m, off + SWQE_DMA, length, length, 0, 1, 0)
-        struct.pack_into("=QII", self.m, off + SWQE_HEADER, addr, length, lkey)
-
-    def publish(self):
-        # Python's pack_into is a plain store after the WQE's; x86 keeps stores in order.
-        struct.pack_into("=I", self.m, Q_PRODUCER, self.prod)
-
-    def close(self):
-        if not self.m.closed:
-            self.m.close()
-
-
-def poll(cq, count, timeout=POLL_TIMEOUT, what="CQ"):
-    wcs = []
-    end = time.monotonic() + timeout
-    while len(wcs) < count and time.monotonic() < end:
-        nc, got = cq.poll(count - len(wcs))
-        if nc:
-            wcs += got
-        else:
-            time.sleep(0.002)
-    assert len(wcs) == count, \
-        f"{what}: {len(wcs)} of {count} completions within {timeout} s: " \
-        f"{[wc_str(w) for w in wcs]}"
-    return wcs
-
-
-def no_completion(cq, what, wait=0.3):
-    time.sleep(wait)
-    nc, wcs = cq.poll(1)
-    assert nc == 0, f"{what}: unexpected completion {wc_str(wcs[0])}"
-
-
-def restrack(kind):
-    """The `rdma -j resource show KIND` entries of DEV (dicts)."""
-    out = subprocess.run(["rdma", "-j", "resource", "show", kind], capture_output=True,
-                         text=True, timeout=30)
-    assert out.returncode == 0, f"rdma resource show {kind}: {out.stderr.strip()}"
-    found = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            if x.get("ifname") == DEV:
-                found.append(x)
-            else:
-                for v in x.values():
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(json.loads(out.stdout or "[]"))
-    return found
 
 
 def counter(name):
@@ -472,7 +147,7 @@ def own(kind, handle):
 
 
 def destroy(kind, handle):
-    {"qp": raw.destroy_qp, "srq": raw.destroy_srq, "xrcd": raw.close_xrcd}[kind](handle)
+    raw.destroy(kind, handle)
     owned.remove((kind, handle))
 
 
@@ -488,8 +163,7 @@ class Pair:
         assert ini["max_send_wr"] >= 16 and ini["max_send_sge"] >= 1, ini
         self.sq = Ring(raw.fd, ini["sq_offset"], ini["sq_size"], f"INI {self.ini_qpn:#x} SQ")
         rings.append(self.sq)
-        dest = {"dgid": GIDB, "sgid_index": GID, "hop_limit": 64, "is_global": 1,
-                "port_num": 1}
+        dest = av(GIDB, GID)
         # TGT: RESET->INIT->RTR (verbs.c qp_state_table, XRC_TGT column); it answers from
         # RTR (a receive-only target needs no send queue state).
         raw.modify_qp(self.tgt, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
@@ -533,7 +207,7 @@ class Pair:
 
 def expect_ini(wcs_want, pair):
     """cq_ini must give exactly these (wr_id, status, opcode or None) completions."""
-    wcs = poll(cq_ini, len(wcs_want), what="cq_ini")
+    wcs = poll(cq_ini, len(wcs_want), POLL_TIMEOUT, what="cq_ini")
     for wc, (wr_id, status, opcode) in zip(wcs, wcs_want):
         assert wc.wr_id == wr_id and wc.status == status, \
             f"INI completion {wc_str(wc)}, expected wr_id {wr_id:#x} {wc_name(status)}"
@@ -609,7 +283,7 @@ def sends():
            (0x53, WR_SEND, S["A"]["srqn"], tx_sge("BIG", len(PAY_BIG))))
     expect_ini([(0x51, WC_SUCCESS, WC_SEND), (0x52, WC_SUCCESS, WC_SEND),
                 (0x53, WC_SUCCESS, WC_SEND)], p)
-    S["recvs"] = poll(cq_srq, 3, what="cq_srq")
+    S["recvs"] = poll(cq_srq, 3, POLL_TIMEOUT, what="cq_srq")
 
 
 row("three Sends from the INI, naming SRQ A (64 B), SRQ B (96 B) and SRQ A (3000 B, three "
@@ -802,10 +476,10 @@ row("destroy the QPs and the XRC SRQs, close both XRC domains: all succeed", cle
 
 
 def nothing_left():
-    qps = [q for q in restrack("qp") if q.get("type") not in ("GSI", "SMI")]
+    qps = [q for q in restrack(DEV, "qp") if q.get("type") not in ("GSI", "SMI")]
     assert not qps, f"QPs left on {DEV}: {qps}"
     try:
-        srqs = restrack("srq")
+        srqs = restrack(DEV, "srq")
     except AssertionError as err:
         tap.diag(f"this iproute2 lists no SRQs ({err}): leftover SRQs not checked")
         return

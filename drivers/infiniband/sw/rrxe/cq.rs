@@ -30,6 +30,9 @@ enum Armed {
 
 struct CqRing {
     queue: SharedQueue,
+    /// The producer index, kept here: the kernel produces into the ring, and the copy in
+    /// the shared header is the provider's to read (it may have written anything there).
+    producer: u32,
     /// User CQs hold `struct ib_uverbs_wc` entries written for the rxe provider; kernel CQs
     /// hold `struct ib_wc`.
     user: bool,
@@ -77,6 +80,7 @@ pub(crate) fn create(
             ring <- IrqSpinLock::new(
                 CqRing {
                     queue,
+                    producer: 0,
                     user,
                     armed: Armed::Not,
                 },
@@ -125,8 +129,11 @@ pub(crate) fn resize(cq: &RrxeCq, entries: u32, udata: Option<&mut UData>) -> Re
     let capacity = queue.capacity();
     let old = {
         let mut ring = cq.shared.ring.lock();
+        let consumer = ring.queue.consumer();
+        let count = ring.producer.wrapping_sub(consumer) & ring.queue.capacity();
         // Fewer slots than completions waiting would lose some (IBA 11.2.8.2: EINVAL).
-        queue.take_entries_from(&ring.queue)?;
+        queue.take_entries_from_range(&ring.queue, consumer, count)?;
+        ring.producer = count;
         core::mem::replace(&mut ring.queue, queue)
     };
     // Freeing may sleep (vfree, mmap entry removal): after the lock.
@@ -142,7 +149,7 @@ pub(crate) fn poll(cq: &RrxeCq, wc: &mut [WorkCompletion]) -> Result<usize> {
         // POLL_CQ command has nothing valid to return from it.
         return Err(EINVAL);
     }
-    let producer = ring.queue.producer();
+    let producer = ring.producer;
     let mut consumer = ring.queue.consumer();
     let mut n = 0;
     while n < wc.len() && consumer != producer {
@@ -161,7 +168,7 @@ pub(crate) fn req_notify(cq: &RrxeCq, solicited_only: bool, report_missed: bool)
         (Armed::Next, _) | (_, false) => Armed::Next,
         _ => Armed::Solicited,
     };
-    report_missed && ring.queue.producer() != ring.queue.consumer()
+    report_missed && ring.producer != ring.queue.consumer()
 }
 
 /// Posts a completion of `qp` to `cq` and raises the completion event if it is armed for
@@ -170,7 +177,7 @@ pub(crate) fn req_notify(cq: &RrxeCq, solicited_only: bool, report_missed: bool)
 pub(crate) fn post(cq: &CqShared, qp: &QpHandle, wc: &WcFields, solicited: bool) {
     let (overrun, fire) = {
         let mut ring = cq.ring.lock();
-        let producer = ring.queue.producer();
+        let producer = ring.producer;
         let next = ring.queue.next(producer);
         if next == ring.queue.consumer() {
             (true, false)
@@ -180,6 +187,7 @@ pub(crate) fn post(cq: &CqShared, qp: &QpHandle, wc: &WcFields, solicited: bool)
             } else {
                 ring.queue.write_slot(producer, &wc.to_kernel(qp));
             }
+            ring.producer = next;
             ring.queue.set_producer(next);
             // IBA 11.4.2.2: a solicited-only request fires on a solicited or failed
             // completion.

@@ -129,6 +129,12 @@ impl SendRing {
     /// Returns whether there were any.
     pub(crate) fn snapshot(&mut self, resolve: impl Fn(u32) -> Option<AddressVector>) -> bool {
         let producer = self.producer_index();
+        // The provider only moves the producer forward; one behind the WQEs already copied
+        // is the process rewriting its ring, and names nothing new. (Counting on from there
+        // would run the index round 2^32 slots.)
+        if producer.wrapping_sub(self.head) < self.copied.wrapping_sub(self.head) {
+            return false;
+        }
         let any = producer != self.copied;
         let size = self.ring.slot_size();
         while self.copied != producer {
@@ -476,8 +482,9 @@ impl RecvRing {
     /// WQEs for the other QPs (IBA 10.3.1 empties only the QP's own work queues).
     pub(crate) fn drain(&mut self) {
         if let RecvSource::Ring(ring) = &self.src {
-            self.head = self.head.wrapping_add(ring.count());
-            ring.set_consumer(ring.producer());
+            let count = ring.count_from(self.head);
+            self.head = self.head.wrapping_add(count);
+            ring.set_consumer(self.head);
         }
         self.current_len = 0;
     }
@@ -499,12 +506,13 @@ impl RecvRing {
     fn take(&mut self) -> bool {
         match &self.src {
             RecvSource::Ring(ring) => {
-                if ring.count() == 0 {
+                // The consumer index is `head`, kept here: the shared header's copy is the
+                // provider's to read, and it may have written anything there.
+                if ring.count_from(self.head) == 0 {
                     return false;
                 }
-                let index = ring.consumer();
-                ring.read_slot_bytes(index, &mut self.scratch);
-                ring.set_consumer(ring.next(index));
+                ring.read_slot_bytes(self.head, &mut self.scratch);
+                ring.set_consumer(self.head.wrapping_add(1));
                 true
             }
             RecvSource::Srq(srq) => {
@@ -565,7 +573,7 @@ impl RecvQueue for RecvRing {
 
     fn posted(&self) -> u32 {
         match &self.src {
-            RecvSource::Ring(ring) => ring.count(),
+            RecvSource::Ring(ring) => ring.count_from(self.head),
             RecvSource::Srq(srq) => srq.posted(),
             RecvSource::Detached => 0,
         }

@@ -184,21 +184,17 @@ impl SharedQueue {
             .store(index & self.index_mask, Ordering::Release);
     }
 
-    /// How many elements are between the consumer and the producer.
-    pub(crate) fn count(&self) -> u32 {
-        self.producer().wrapping_sub(self.consumer()) & self.index_mask
-    }
-
-    /// Moves the elements of `old` (consumer to producer) to the start of this empty queue
-    /// and sets its indices; `old` is left as it was. Both queues must have the same
-    /// element size and this one room for all the elements.
-    pub(crate) fn take_entries_from(&mut self, old: &SharedQueue) -> Result {
-        self.take_entries_from_range(old, old.consumer(), old.count())
+    /// How many elements are between consumer index `consumer`, which the kernel keeps
+    /// privately, and the producer index userspace published.
+    pub(crate) fn count_from(&self, consumer: u32) -> u32 {
+        self.producer().wrapping_sub(consumer) & self.index_mask
     }
 
     /// Moves `count` elements of `old` from index `start` on to the start of this empty
-    /// queue and sets its indices, as [`Self::take_entries_from`] does; for queues whose
-    /// consumer index the kernel keeps privately.
+    /// queue and sets its indices (consumer 0, producer `count`); `old` is left as it was.
+    /// Both queues must have the same element size and this one room for all the
+    /// elements. The caller names the range from the indices it keeps itself: the shared
+    /// header's copy of its own index may have been overwritten by userspace.
     pub(crate) fn take_entries_from_range(
         &mut self,
         old: &SharedQueue,
