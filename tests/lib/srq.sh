@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for the SRQ tests (sourced).
 
-# Exchanges per QP of the two-VM ibv_srq_pingpong (16 QPs), the same on both sides: 100 in
+# Exchanges per QP of the two-VM ibv_srq_pingpong (8 QPs), the same on both sides: 100 in
 # make check, 500 in make soak (tap.sh's soak; both scripts source tap.sh first).
 if soak; then SRQ_WIRE_N=500; else SRQ_WIRE_N=100; fi
 

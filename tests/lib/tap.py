@@ -20,10 +20,12 @@ scripts/check.sh counts: `ok ` passes, `not ok ` fails, `ok ... # SKIP` is neith
     sys.exit(tap.done())          "1..N", then "# totals: P passed, F failed, S skipped";
                                   returns the exit status, 1 if anything failed
 
+A row that takes 20 s or more is followed by "# took N s" (tap.sh does the same).
 Every line is flushed as it is printed. The counters live here, one stream per process.
 """
 import os
 import sys
+import time
 import traceback
 
 try:
@@ -78,11 +80,15 @@ def diag(text):
 
 def row(desc, fn, *args, **kwargs):
     """Runs fn(*args, **kwargs) as one check; an exception fails it with its traceback."""
+    start = time.monotonic()
     try:
         fn(*args, **kwargs)
         report(True, desc)
     except Exception:  # noqa: BLE001 - every failure is reported, none is fatal
         report(False, desc, traceback.format_exc())
+    took = time.monotonic() - start
+    if took >= 20:
+        _say(f"# took {took:.0f} s")
 
 
 def test(desc):

@@ -8,6 +8,9 @@
 #   skip DESC REASON        report a skip with its reason
 #   tap_end                 print the plan and the totals; exit 1 if anything failed
 #   soak                    true in `make soak` (RRXE_SOAK=1), which runs the long variants
+#
+# A check or check_fails that takes 20 s or more is followed by "# took N s": where the
+# time of `make check` goes.
 
 TAP_N=0
 TAP_PASS=0
@@ -38,24 +41,31 @@ _tap_result() { # status desc [detail]
 	fi
 }
 
+_tap_took() { # start (in $SECONDS)
+	local t=$((SECONDS - $1))
+	[ $t -lt 20 ] || echo "# took $t s"
+}
+
 check() {
-	local desc=$1
+	local desc=$1 t0=$SECONDS
 	shift
 	if "$@" >"$TAP_LOG" 2>&1; then
 		_tap_result ok "$desc"
 	else
 		_tap_result fail "$desc" "$(printf '%s\n' "command: $*" "$(tail -20 "$TAP_LOG")")"
 	fi
+	_tap_took $t0
 }
 
 check_fails() {
-	local desc=$1
+	local desc=$1 t0=$SECONDS
 	shift
 	if "$@" >"$TAP_LOG" 2>&1; then
 		_tap_result fail "$desc" "command unexpectedly succeeded: $*"
 	else
 		_tap_result ok "$desc"
 	fi
+	_tap_took $t0
 }
 
 skip() {

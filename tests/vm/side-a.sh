@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Everything VM A runs in the `make check` boot, one TAP stream per script.
+# Everything VM A runs in the `make check` boot, one TAP stream per script. Teardown under
+# traffic needs one VM only and runs on side B (side-b.sh), while this side runs MWs,
+# negative tests and rings.
 here=$(dirname "$0")
 # Side B runs srq-peer.sh and xrc-peer.sh: srq.sh's and xrc.sh's two-VM halves run against
 # them.
 export RRXE_SRQ_PEER=${RRXE_SRQ_PEER:-1}
 export RRXE_XRC_PEER=${RRXE_XRC_PEER:-1}
 rc=0
-for t in foundation.sh objects.sh mr.sh kverbs.sh verbs.sh srq.sh xrc.sh mw.sh negative.sh rings.sh qp.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh teardown.sh; do
+for t in foundation.sh objects.sh mr.sh kverbs.sh verbs.sh srq.sh xrc.sh mw.sh negative.sh rings.sh qp.sh spray.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1

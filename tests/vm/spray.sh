@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A third sender on the wire (side A, the victim): an ibv_rc_pingpong server on rrxe0 with
+# side B's client (spray-peer.sh), while B also sprays tests/lib/roce_spray.py's packets at
+# this QP (from a foreign address, with foreign P_Keys, random bytes) and at port 4791
+# (QPNs nothing has, bad ICRCs, runts). The pingpong must finish with its buffers checked,
+# and every sprayed packet must be dropped and counted exactly once, in the counter its
+# class names (IBA 9.6.1.1 path, 10.9.3 P_Key, A17.4 ICRC); the harness checks the kernel
+# log (KASAN, lockdep, kmemleak).
+#   scripts/vm.sh --two --cmd tests/vm/spray.sh --cmd-b tests/vm/spray-peer.sh
+set -u
+here=$(dirname "$0")
+. "$here/../lib/tap.sh"
+. "$here/../lib/gid.sh"
+. "$here/../lib/spray.sh"
+
+HW=/sys/class/infiniband/rrxe0/ports/1/hw_counters
+# Every counter a received packet can be dropped in before a QP acts on it.
+DROPS="rcvd_no_qp rcvd_malformed wire_icrc_errors wire_truncated wire_malformed wire_no_device
+rcvd_wrong_path rcvd_pkey_violations rcvd_wrong_transport rcvd_qp_not_ready"
+
+# Bash builtins only: under TCG every exec costs 150 ms (1.5 s on the debug kernel).
+declare -A BEFORE
+snapshot() { # every counter into BEFORE
+	local f v
+	for f in "$HW"/*; do
+		read -r v <"$f"
+		BEFORE[${f##*/}]=$v
+	done
+}
+delta() { # NAME: its change since the snapshot
+	local a
+	read -r a <"$HW/$1"
+	echo $((a - ${BEFORE[$1]}))
+}
+drops() { # the change of all of $DROPS together
+	local n a sum=0
+	for n in $DROPS; do
+		read -r a <"$HW/$n"
+		sum=$((sum + a - ${BEFORE[$n]}))
+	done
+	echo "$sum"
+}
+# Side B's six classes of SPRAY_N packets each have arrived (or more: see the checks).
+all_counted() {
+	[ "$(drops)" -ge $((6 * SPRAY_N)) ]
+}
+is() { # DESC NAME WANT: the counter moved by WANT exactly
+	local got
+	got=$(delta "$2")
+	if [ "$got" = "$3" ]; then
+		_tap_result ok "$1"
+	else
+		_tap_result fail "$1" "$2 moved by $got, expected $3"
+	fi
+}
+at_least() { # DESC NAME WANT
+	local got
+	got=$(delta "$2")
+	if [ "$got" -ge "$3" ]; then
+		_tap_result ok "$1"
+	else
+		_tap_result fail "$1" "$2 moved by $got, expected at least $3"
+	fi
+}
+
+tap_begin "a third sender sprays rrxe0's live RC QP and its UDP port"
+check "modprobe rrxe" modprobe rrxe
+ip link set eth0 up
+check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+g4=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" && gid_index rrxe0 "$RRXE_LOCAL_IP4")
+snapshot
+# In make check side B's client reaches this server after its own earlier scripts; the
+# server waits for it (and ends a hang).
+check "pingpong server under the spray: exit 0, buffers checked" \
+	timeout "${SPRAY_WAIT:-1800}" ibv_rc_pingpong -d rrxe0 -g "$g4" -n "$SPRAY_PP_N" -s 1024 \
+	-c -e -p "$SPRAY_PORT"
+# Side B's port phase follows its QP phase and may still be running.
+wait_for 300 all_counted
+diag=""
+for n in $DROPS rcvd_pkts; do diag+="$n $(delta "$n") "; done
+echo "# deltas: $diag"
+# The fuzz class lands in whichever counter catches a packet first (its P_Key, its path,
+# its opcode, its length): the classes aimed at one counter are checked at least, the ones
+# nothing else reaches exactly, and the sum exactly.
+at_least "from a foreign address: dropped as not over the QP's path" rcvd_wrong_path "$SPRAY_N"
+at_least "another partition's P_Key: dropped as P_Key violations" rcvd_pkey_violations "$SPRAY_N"
+is "to QPNs nothing has: dropped as no QP" rcvd_no_qp "$SPRAY_N"
+is "a wrong ICRC: dropped as ICRC errors" wire_icrc_errors "$SPRAY_N"
+at_least "1 to 15 bytes: dropped as truncated" wire_truncated "$SPRAY_N"
+got=$(drops)
+if [ "$got" = $((6 * SPRAY_N)) ]; then
+	_tap_result ok "every sprayed packet dropped and counted once ($got), none of the pingpong's"
+else
+	_tap_result fail "every sprayed packet dropped and counted once, none of the pingpong's" \
+		"the drop counters moved by $got together, expected $((6 * SPRAY_N))"
+fi
+check "rdma link delete rrxe0" rdma link delete rrxe0
+check "rmmod rrxe" rmmod rrxe
+tap_end
