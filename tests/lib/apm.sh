@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Shared steps of the automatic path migration tests (tests/vm/apm.sh, apm-peer.sh).
 
+. "$(dirname "${BASH_SOURCE[0]}")/helper.sh"
 APM_VERBS=/tmp/apm_verbs
 
 # The second IPv4 address of a VM: 198.18.0.N becomes 198.18.1.N (inside the wire's /15).
@@ -12,8 +13,7 @@ apm_alt_ip() {
 apm_setup() {
 	local alt
 	alt=$(apm_alt_ip "$RRXE_LOCAL_IP4")
-	check "tests/vm/apm_verbs.c builds warning-free" \
-		gcc -O1 -Wall -Wextra -Werror -o "$APM_VERBS" "$here/apm_verbs.c" -libverbs
+	check "tests/vm/apm_verbs.c builds warning-free" helper_build apm_verbs
 	check "modprobe rrxe" modprobe rrxe
 	ip link set eth0 up
 	check "second address $alt on eth0" ip addr add "$alt/15" dev eth0

@@ -6,6 +6,7 @@ set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
 . "$here/../lib/gid.sh"
+. "$here/../lib/helper.sh"
 
 export MCAST_VERBS=/tmp/mcast_verbs
 
@@ -23,8 +24,7 @@ serve() {
 }
 
 tap_begin "UD multicast, side B"
-check "tests/vm/mcast_verbs.c builds warning-free" \
-	gcc -O1 -Wall -Wextra -Werror -o "$MCAST_VERBS" "$here/mcast_verbs.c" -libverbs
+check "tests/vm/mcast_verbs.c builds warning-free" helper_build mcast_verbs
 ip link set eth0 up
 serve rrxe rrxe rrxe0
 serve rdma_rxe rxe rxe0

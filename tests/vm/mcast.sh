@@ -7,12 +7,12 @@ set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
 . "$here/../lib/gid.sh"
+. "$here/../lib/helper.sh"
 
-# The verbs half's tool (ibv_attach_mcast), built in the guest against the host's headers.
+# The verbs half's tool (ibv_attach_mcast), tests/lib/helper.sh.
 export MCAST_VERBS=/tmp/mcast_verbs
 tap_begin "UD multicast, setup"
-check "tests/vm/mcast_verbs.c builds warning-free" \
-	gcc -O1 -Wall -Wextra -Werror -o "$MCAST_VERBS" "$here/mcast_verbs.c" -libverbs
+check "tests/vm/mcast_verbs.c builds warning-free" helper_build mcast_verbs
 check "modprobe rrxe" modprobe rrxe
 ip link set eth0 up
 check "rdma link add rrxe0" rdma link add rrxe0 type rrxe netdev eth0

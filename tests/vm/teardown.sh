@@ -14,7 +14,7 @@ here=$(dirname "$0")
 . "$here/../lib/gid.sh"
 
 # kill -9 rounds cycle through client, server, both.
-if soak; then KILLS=9 ROUNDS=10; else KILLS=3 ROUNDS=2; fi
+if soak; then KILLS=9 ROUNDS=10; else KILLS=3 ROUNDS=1; fi
 SYS=/sys/class/infiniband
 LOG=/tmp/teardown
 mkdir -p "$LOG"
