@@ -113,4 +113,28 @@ int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		struct dst_entry **dstp);
 bool rrxe_param_credits(void);
 
+/*
+ * Objects a device may hold of each kind (IBA 11.2.1.2 Query HCA), the defaults of the module
+ * parameters of the same names in lower case. Each is also the most a device can hold: MR and
+ * MW keys carry a 23-bit index each, AH numbers 24 bits.
+ */
+#define RRXE_MAX_PD 65536
+#define RRXE_MAX_CQ 65536
+#define RRXE_MAX_QP 65536
+#define RRXE_MAX_SRQ 65536
+#define RRXE_MAX_MR 8388607
+#define RRXE_MAX_MW 8388608
+#define RRXE_MAX_AH 16777215
+
+enum rrxe_limit {
+	RRXE_LIMIT_PD,
+	RRXE_LIMIT_CQ,
+	RRXE_LIMIT_QP,
+	RRXE_LIMIT_SRQ,
+	RRXE_LIMIT_MR,
+	RRXE_LIMIT_MW,
+	RRXE_LIMIT_AH,
+};
+unsigned int rrxe_param_limit(enum rrxe_limit limit);
+
 #endif /* RRXE_SHIM_H */

@@ -145,7 +145,7 @@ vm_boot() {
 }
 
 if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
-	vm_boot debug foundation "foundation, objects, MRs, kernel verbs consumer, verbs data path, SRQ, XRC, MW, negative, hostile rings, QP context, a third sender on the wire, credits, UD multicast, path migration, RC reliability, NVMe-oF, teardown under traffic" \
+	vm_boot debug foundation "foundation, objects, object limits, MRs, kernel verbs consumer, verbs data path, SRQ, XRC, MW, negative, hostile rings, QP context, a third sender on the wire, credits, UD multicast, path migration, RC reliability, NVMe-oF, teardown under traffic" \
 		tests/vm/side-a.sh tests/vm/side-b.sh
 	# Interoperability is about the wire protocol, and rdma-core's suite runs 273 tests of
 	# mostly the same verbs; the debug kernel has already run every rrxe code path above, so

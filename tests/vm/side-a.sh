@@ -9,7 +9,7 @@ here=$(dirname "$0")
 export RRXE_SRQ_PEER=${RRXE_SRQ_PEER:-1}
 export RRXE_XRC_PEER=${RRXE_XRC_PEER:-1}
 rc=0
-for t in foundation.sh objects.sh mr.sh kverbs.sh verbs.sh srq.sh xrc.sh mw.sh negative.sh rings.sh qp.sh spray.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh; do
+for t in foundation.sh objects.sh limits.sh mr.sh kverbs.sh verbs.sh srq.sh xrc.sh mw.sh negative.sh rings.sh qp.sh spray.sh credits.sh mcast.sh apm.sh reliability.sh nvmeof.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1

@@ -10,6 +10,7 @@ use crate::glue::rdma::object::PdId;
 use crate::glue::rdma::udata::UData;
 use crate::glue::table::IndexTable;
 use crate::params;
+use crate::quota::Charge;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -30,6 +31,8 @@ pub(crate) struct AhTable {
 /// State of one rrxe AH.
 pub(crate) struct RrxeAh {
     num: u32,
+    /// The AH's place in the device's count.
+    _charge: Charge,
 }
 
 impl RrxeAh {
@@ -50,6 +53,7 @@ impl AhTable {
     /// Creates an AH; user AHs learn their number from the response.
     pub(crate) fn create(
         &self,
+        charge: Charge,
         pd: PdId,
         av: &AddressVector,
         sleepable: bool,
@@ -82,7 +86,10 @@ impl AhTable {
                 }
             }
         }
-        Ok(RrxeAh { num })
+        Ok(RrxeAh {
+            num,
+            _charge: charge,
+        })
     }
 
     /// Destroys an AH: its number stops resolving.

@@ -10,6 +10,7 @@ use crate::glue::rdma::object::{CqHandle, QpHandle, UserWorkCompletion, WcFields
 use crate::glue::rdma::udata::UData;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::params;
+use crate::quota::Charge;
 use core::mem::size_of;
 use kernel::c_str;
 use kernel::prelude::*;
@@ -42,6 +43,8 @@ struct CqRing {
 /// State of one rrxe CQ.
 pub(crate) struct RrxeCq {
     shared: Arc<CqShared>,
+    /// The CQ's place in the device's count.
+    _charge: Charge,
 }
 
 /// The part of a CQ its QPs reach.
@@ -65,6 +68,7 @@ pub(crate) fn create(
     handle: CqHandle,
     attr: &CqInit,
     udata: Option<&mut UData>,
+    charge: Charge,
 ) -> Result<(RrxeCq, u32)> {
     check_entries(attr.entries)?;
     let user = udata.is_some();
@@ -90,7 +94,13 @@ pub(crate) fn create(
         }),
         GFP_KERNEL,
     )?;
-    Ok((RrxeCq { shared }, capacity))
+    Ok((
+        RrxeCq {
+            shared,
+            _charge: charge,
+        },
+        capacity,
+    ))
 }
 
 fn check_entries(entries: u32) -> Result {

@@ -5,6 +5,7 @@
 //! the device and port queries.
 
 use crate::glue::bindings as b;
+use crate::glue::module_param::Limit;
 use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
@@ -12,6 +13,7 @@ use crate::glue::rdma::object::XrcdId;
 use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
 use crate::qp::object::{QpTable, PORT};
+use crate::quota::Quotas;
 use crate::shared::DeviceShared;
 use crate::srq;
 use crate::transport::qp::context::MAX_RD_ATOMIC;
@@ -64,6 +66,8 @@ impl RxHandler for DeviceCore {
 pub(crate) struct RrxeDevice {
     /// What the receive path and the QPs reach.
     pub(crate) core: Arc<DeviceCore>,
+    /// How many objects of each kind the device may hold and holds.
+    pub(crate) quotas: Arc<Quotas>,
     /// Numbers for new XRC domains.
     next_xrcd: AtomicU32,
     /// EUI-64 from the netdev's MAC (IBA 4.1.1: the GUID is an EUI-64).
@@ -104,6 +108,7 @@ impl RrxeDevice {
         })?;
         Ok(Self {
             core,
+            quotas: Quotas::from_params()?,
             next_xrcd: AtomicU32::new(0),
             guid: eui64_from_mac(netdev.mac()),
             port_active: AtomicBool::new(port_is_active(netdev)),
@@ -116,6 +121,12 @@ impl RrxeDevice {
     /// then could an XRC target of one reach an SRQ of the other.
     pub(crate) fn new_xrcd(&self) -> XrcdId {
         XrcdId(self.next_xrcd.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The device's limit of objects of `kind`, as Query HCA reports it.
+    fn limit(&self, kind: Limit) -> i32 {
+        // Every capacity fits an i32 (the largest is 2^24 - 1).
+        self.quotas.limit(kind) as i32
     }
 
     /// The state the device's QPs share.
@@ -159,13 +170,13 @@ impl RrxeDevice {
                 | b::ib_device_cap_flags_IB_DEVICE_XRC
                 | APM_CAP) as u64,
             max_pkeys: params::PKEY_TABLE_LEN,
-            max_pd: params::MAX_PD,
-            max_cq: params::MAX_CQ,
+            max_pd: self.limit(Limit::Pd),
+            max_cq: self.limit(Limit::Cq),
             max_cqe: params::MAX_CQE as i32,
-            max_mr: params::MAX_MR as i32,
-            max_mw: (params::MAX_MW_INDEX - params::MIN_MW_INDEX + 1) as i32,
+            max_mr: self.limit(Limit::Mr),
+            max_mw: self.limit(Limit::Mw),
             max_mr_size: u64::MAX,
-            max_qp: params::MAX_QP,
+            max_qp: self.limit(Limit::Qp),
             max_qp_wr: wq::MAX_WR as i32,
             max_send_sge: wq::MAX_SGE as i32,
             max_recv_sge: wq::MAX_SGE as i32,
@@ -173,11 +184,11 @@ impl RrxeDevice {
             // Reads and atomics in flight per QP, as initiator and as responder.
             max_qp_rd_atom: MAX_RD_ATOMIC as i32,
             max_qp_init_rd_atom: MAX_RD_ATOMIC as i32,
-            max_res_rd_atom: MAX_RD_ATOMIC as i32 * params::MAX_QP,
+            max_res_rd_atom: MAX_RD_ATOMIC as i32 * self.limit(Limit::Qp),
             // Atomics are atomic among all QPs of the host (one lock serialises them).
             atomic_cap: b::ib_atomic_cap_IB_ATOMIC_HCA,
-            max_ah: params::MAX_AH as i32,
-            max_srq: params::MAX_SRQ,
+            max_ah: self.limit(Limit::Ah),
+            max_srq: self.limit(Limit::Srq),
             max_srq_wr: srq::MAX_SRQ_WR as i32,
             max_srq_sge: srq::MAX_SRQ_SGE as i32,
             page_size_cap: params::PAGE_SIZE_CAP,

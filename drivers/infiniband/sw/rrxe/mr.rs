@@ -25,6 +25,7 @@ use crate::glue::rdma::object::PdId;
 use crate::glue::table::IndexTable;
 use crate::glue::umem::{KernelMemory, MemError, Umem, UmemPinner};
 use crate::params;
+use crate::quota::Charge;
 use crate::transport::qp::memory::AtomicOp;
 use crate::transport::region;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +35,9 @@ use kernel::sync::Arc;
 /// Handle of one rrxe MR, owned by the RDMA core's `struct ib_mr`.
 pub(crate) struct RrxeMr {
     state: Arc<MrState>,
+    /// The MR's place in the device's count; none for a kernel PD's all-memory MR, which
+    /// is part of its PD (the core tracks it as no MR of its own either).
+    _charge: Option<Charge>,
 }
 
 /// The memory an MR covers.
@@ -381,6 +385,7 @@ impl MrTable {
 
     fn register(
         &self,
+        charge: Option<Charge>,
         pd: PdId,
         memory: Memory,
         iova: u64,
@@ -406,13 +411,20 @@ impl MrTable {
             GFP_KERNEL,
         )?;
         reservation.store(state.clone())?;
-        Ok((RrxeMr { state }, key))
+        Ok((
+            RrxeMr {
+                state,
+                _charge: charge,
+            },
+            key,
+        ))
     }
 
     /// Registers pinned user memory: `length` bytes, the first at `iova` in the MR's address
     /// space (`ibv_reg_mr_iova`: it need not be the user address; offsets are `va - iova`).
     pub(crate) fn reg_user(
         &self,
+        charge: Charge,
         pd: PdId,
         umem: Umem,
         iova: u64,
@@ -421,7 +433,7 @@ impl MrTable {
     ) -> Result<(RrxeMr, u32)> {
         // The MR's address range must not wrap around.
         iova.checked_add(length).ok_or(EINVAL)?;
-        self.register(pd, Memory::User(umem), iova, length, access)
+        self.register(Some(charge), pd, Memory::User(umem), iova, length, access)
     }
 
     /// Reregisters user MR `mr` (IBA 11.2.8.2) as a new registration: new keys (a fresh
@@ -431,6 +443,7 @@ impl MrTable {
     /// process.
     pub(crate) fn rereg_user(
         &self,
+        charge: Charge,
         mr: &RrxeMr,
         req: &MrRereg,
         pin: &UmemPinner,
@@ -454,15 +467,23 @@ impl MrTable {
             old.valid.store(true, Ordering::SeqCst);
             return Err(EINVAL);
         }
-        self.register(req.pd, Memory::User(umem), iova, length, access)
-            .inspect_err(|_| {
-                old.valid.store(true, Ordering::SeqCst);
-            })
+        self.register(
+            Some(charge),
+            req.pd,
+            Memory::User(umem),
+            iova,
+            length,
+            access,
+        )
+        .inspect_err(|_| {
+            old.valid.store(true, Ordering::SeqCst);
+        })
     }
 
-    /// Creates the all-memory MR of a kernel PD.
+    /// Creates the all-memory MR of a kernel PD (`ib_alloc_pd`'s `__internal_mr`), counted
+    /// as part of the PD.
     pub(crate) fn dma(&self, pd: PdId, memory: KernelMemory, access: i32) -> Result<(RrxeMr, u32)> {
-        self.register(pd, Memory::Kernel(memory), 0, 0, access)
+        self.register(None, pd, Memory::Kernel(memory), 0, 0, access)
     }
 
     /// Destroys an MR: its key becomes invalid at once; in-flight users keep the memory
@@ -484,6 +505,7 @@ impl MrTable {
     /// starts free (IBA base memory management extensions: Allocate L_Key). Process context.
     pub(crate) fn alloc_fast(
         &self,
+        charge: Charge,
         pd: PdId,
         mem: KernelMemory,
         max_pages: u32,
@@ -502,7 +524,7 @@ impl MrTable {
             npages: AtomicUsize::new(0),
             page_shift: AtomicU32::new(params::PAGE_SHIFT),
         };
-        self.register(pd, Memory::Fast(fast), 0, 0, 0)
+        self.register(Some(charge), pd, Memory::Fast(fast), 0, 0, 0)
     }
 
     /// Executes a Fast Register WQE of a QP of `pd`: the MR `key`'s index names becomes

@@ -15,6 +15,7 @@ use crate::glue::table::IndexTable;
 use crate::incarnation::QpIncarnation;
 use crate::mr::{Access, MrState, MrTable};
 use crate::params;
+use crate::quota::Charge;
 use crate::transport::region;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -35,6 +36,8 @@ const SUPPORTED_ACCESS: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ
 /// Handle of one rrxe MW, owned by the RDMA core's `struct ib_mw`.
 pub(crate) struct RrxeMw {
     state: Arc<MwState>,
+    /// The window's place in the device's count.
+    _charge: Charge,
 }
 
 /// What a window is bound to.
@@ -109,7 +112,7 @@ impl MwTable {
     }
 
     /// Creates a window in `pd`; returns it with its R_Key.
-    pub(crate) fn alloc(&self, pd: PdId, type2: bool) -> Result<(RrxeMw, u32)> {
+    pub(crate) fn alloc(&self, charge: Charge, pd: PdId, type2: bool) -> Result<(RrxeMw, u32)> {
         let reservation = self
             .mws
             .reserve(params::MIN_MW_INDEX, params::MAX_MW_INDEX)?;
@@ -139,7 +142,13 @@ impl MwTable {
             GFP_KERNEL,
         )?;
         reservation.store(state.clone())?;
-        Ok((RrxeMw { state }, key))
+        Ok((
+            RrxeMw {
+                state,
+                _charge: charge,
+            },
+            key,
+        ))
     }
 
     /// Destroys a window: its key stops working at once, and a bound MR is released (IBA

@@ -3,7 +3,10 @@
 //! Limits and identities rrxe reports to the RDMA core and to userspace.
 //!
 //! Object counts are those the object model implements: a verb that does not exist yet
-//! reports zero objects rather than a limit nobody enforces.
+//! reports zero objects rather than a limit nobody enforces. How many objects of each kind a
+//! device holds is its `quota`, bounded by the capacities here.
+
+use crate::glue::module_param::Limit;
 
 /// IBA 14.2.5.1 (NodeInfo): vendors without an IEEE OUI report 0xFFFFFF.
 pub(crate) const VENDOR_ID: u32 = 0x00ff_ffff;
@@ -21,25 +24,22 @@ pub(crate) const GID_TABLE_LEN: i32 = 1024;
 /// RoCE has one partition: the default P_Key, full membership (IBA 10.9.1.1).
 pub(crate) const PKEY_TABLE_LEN: u16 = 1;
 
-/// Protection domains per device.
-pub(crate) const MAX_PD: i32 = 1 << 16;
-
-/// Completion queues per device.
-pub(crate) const MAX_CQ: i32 = 1 << 16;
-
 /// Entries per CQ (as rdma_rxe: 2^15 - 1, a ring of 2^15 slots with one kept empty).
 pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 
-/// Memory regions per device. MR and MW keys carry a 24-bit table index; MRs take the lower
-/// half of the index space and MWs the upper, so a key names its kind (rdma_rxe splits its
-/// indices the same way, `rkey_is_mw()`).
-pub(crate) const MAX_MR: u32 = (1 << 23) - 1;
+/// Memory regions per device at most. MR and MW keys carry a 24-bit table index; MRs take
+/// the lower half of the index space (index 0 is never handed out) and MWs the upper, so a
+/// key names its kind (rdma_rxe splits its indices the same way, `rkey_is_mw()`).
+pub(crate) const MAX_MR: u32 = Limit::Mr.capacity();
 
 /// First table index of a memory window.
 pub(crate) const MIN_MW_INDEX: u32 = 1 << 23;
 
 /// Last table index of a memory window.
 pub(crate) const MAX_MW_INDEX: u32 = (1 << 24) - 1;
+
+const _: () = assert!(MAX_MR == MIN_MW_INDEX - 1);
+const _: () = assert!(Limit::Mw.capacity() == MAX_MW_INDEX - MIN_MW_INDEX + 1);
 
 /// Page sizes an MR may be built from: any 4 KiB multiple, as rdma_rxe reports.
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
@@ -66,17 +66,12 @@ pub(crate) const MIN_QPN: u32 = 16;
 /// packet, never a QP of its own.
 pub(crate) const MAX_QPN: u32 = (1 << 24) - 2;
 
-/// Address handles per device.
-pub(crate) const MAX_AH: u32 = (1 << 24) - 1;
-
-/// QPs per device.
-pub(crate) const MAX_QP: i32 = 1 << 16;
+/// Address handles per device at most: their numbers are 24 bits, 0 meaning none.
+pub(crate) const MAX_AH: u32 = Limit::Ah.capacity();
 /// SRQ numbers, as rdma_rxe's SRQ pool indices (the provider ignores them).
 pub(crate) const MIN_SRQN: u32 = 0x0002_0001;
-/// Largest SRQ number.
-pub(crate) const MAX_SRQN: u32 = MIN_SRQN + MAX_SRQ as u32 - 1;
-/// SRQs per device.
-pub(crate) const MAX_SRQ: i32 = 1 << 16;
+/// Largest SRQ number: one for each SRQ a device can hold.
+pub(crate) const MAX_SRQN: u32 = MIN_SRQN + Limit::Srq.capacity() - 1;
 
 /// Page size rrxe assumes when it has none from the consumer: 4 KiB, the smallest MR page
 /// size it takes (`PAGE_SIZE_CAP`).

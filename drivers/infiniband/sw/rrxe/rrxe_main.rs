@@ -25,6 +25,7 @@ mod mr;
 mod mw;
 mod params;
 mod qp;
+mod quota;
 mod shared;
 mod srq;
 /// The IBA transport as a sans-IO state machine; also built and tested on the host.

@@ -19,7 +19,7 @@
 
 /*
  * Module parameters: the 6.12 Rust module! macro declares none, so they live here and the
- * glue reads them (glue/param.rs).
+ * glue reads them (glue/module_param.rs).
  */
 static bool credits = true;
 module_param(credits, bool, 0644);
@@ -29,6 +29,41 @@ MODULE_PARM_DESC(credits,
 bool rrxe_param_credits(void)
 {
 	return READ_ONCE(credits);
+}
+
+#define RRXE_LIMIT_PARAM(name, NAME, what)						\
+	static unsigned int name = RRXE_##NAME;						\
+	module_param(name, uint, 0644);							\
+	MODULE_PARM_DESC(name, "Most " what " a device may hold (default and largest: "	\
+			 __stringify(RRXE_##NAME) "). Read when a device is created")
+
+RRXE_LIMIT_PARAM(max_pd, MAX_PD, "protection domains");
+RRXE_LIMIT_PARAM(max_cq, MAX_CQ, "completion queues");
+RRXE_LIMIT_PARAM(max_qp, MAX_QP, "queue pairs, kernel-owned ones (GSI, XRC targets) included");
+RRXE_LIMIT_PARAM(max_srq, MAX_SRQ, "shared receive queues, XRC SRQs included");
+RRXE_LIMIT_PARAM(max_mr, MAX_MR, "memory regions");
+RRXE_LIMIT_PARAM(max_mw, MAX_MW, "memory windows");
+RRXE_LIMIT_PARAM(max_ah, MAX_AH, "address handles");
+
+unsigned int rrxe_param_limit(enum rrxe_limit limit)
+{
+	switch (limit) {
+	case RRXE_LIMIT_PD:
+		return READ_ONCE(max_pd);
+	case RRXE_LIMIT_CQ:
+		return READ_ONCE(max_cq);
+	case RRXE_LIMIT_QP:
+		return READ_ONCE(max_qp);
+	case RRXE_LIMIT_SRQ:
+		return READ_ONCE(max_srq);
+	case RRXE_LIMIT_MR:
+		return READ_ONCE(max_mr);
+	case RRXE_LIMIT_MW:
+		return READ_ONCE(max_mw);
+	case RRXE_LIMIT_AH:
+		return READ_ONCE(max_ah);
+	}
+	return 0;
 }
 
 void rrxe_dev_hold(struct net_device *ndev)

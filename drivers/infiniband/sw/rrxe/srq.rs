@@ -22,6 +22,7 @@ use crate::glue::rdma::udata::UData;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
 use crate::params;
+use crate::quota::Charge;
 use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -39,6 +40,8 @@ pub(crate) const MAX_SRQ_SGE: u32 = 27;
 pub(crate) struct RrxeSrq {
     shared: Arc<SrqShared>,
     num: u32,
+    /// The SRQ's place in the device's count.
+    _charge: Charge,
 }
 
 /// What makes an SRQ an XRC SRQ.
@@ -206,6 +209,7 @@ pub(crate) fn create(
     attr: &mut SrqAttr,
     xrc: Option<XrcSrqInit<'_, RrxeCq>>,
     udata: Option<&mut UData>,
+    charge: Charge,
 ) -> Result<(RrxeSrq, u32)> {
     // Kernel consumers post through post_srq_recv, which rrxe does not offer yet.
     let Some(udata) = udata else {
@@ -255,7 +259,14 @@ pub(crate) fn create(
     slot.store(shared.clone())?;
     attr.max_wr = capacity;
     attr.max_sge = max_sge;
-    Ok((RrxeSrq { shared, num }, num))
+    Ok((
+        RrxeSrq {
+            shared,
+            num,
+            _charge: charge,
+        },
+        num,
+    ))
 }
 
 /// Applies a Modify SRQ (IBA 11.2.3.3): a resize, and arming the limit.

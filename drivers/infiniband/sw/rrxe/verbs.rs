@@ -11,6 +11,7 @@ use crate::device::RrxeDevice;
 use crate::glue::bindings as b;
 use crate::glue::error::eopnotsupp;
 use crate::glue::global::Global;
+use crate::glue::module_param::Limit;
 use crate::glue::netdev::{NetDevice, NetdevEvent};
 use crate::glue::rdma::attr::{
     AddressVector, CqInit, DeviceAttr, LinkLayer, MrRereg, PortAttr, PortImmutable, QpAttributes,
@@ -30,6 +31,7 @@ use crate::mr::{self, RrxeMr};
 use crate::mw::RrxeMw;
 use crate::params;
 use crate::qp::object::{self as qp, RrxeQp, PORT};
+use crate::quota::Charge;
 use crate::srq::{self, RrxeSrq};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -43,9 +45,17 @@ pub(crate) struct Rrxe;
 pub(crate) struct RrxeUContext;
 
 /// State of one protection domain: the PD is an identity objects are checked against.
-pub(crate) struct RrxePd;
+pub(crate) struct RrxePd {
+    /// The PD's place in the device's count.
+    _charge: Charge,
+}
 
 static DEVICES: Global<DeviceRegistry<Rrxe>> = Global::new();
+
+/// Counts a new object of `kind` on `dev`, or refuses it with `ENOMEM` at the device's limit.
+fn charge(dev: &DeviceOf<Rrxe>, kind: Limit) -> Result<Charge> {
+    dev.data().quotas.charge(kind)
+}
 
 /// Tells the device's consumers that its port went up or down.
 fn update_port_state(dev: &DeviceOf<Rrxe>) {
@@ -177,8 +187,10 @@ impl Driver for Rrxe {
         Ok(RrxeUContext)
     }
 
-    fn alloc_pd(_dev: &DeviceOf<Self>) -> Result<RrxePd> {
-        Ok(RrxePd)
+    fn alloc_pd(dev: &DeviceOf<Self>) -> Result<RrxePd> {
+        Ok(RrxePd {
+            _charge: charge(dev, Limit::Pd)?,
+        })
     }
 
     fn alloc_xrcd(dev: &DeviceOf<Self>) -> Result<XrcdId> {
@@ -188,12 +200,12 @@ impl Driver for Rrxe {
     fn dealloc_xrcd(_dev: &DeviceOf<Self>, _xrcd: XrcdId) {}
 
     fn create_cq(
-        _dev: &DeviceOf<Self>,
+        dev: &DeviceOf<Self>,
         cq: CqHandle,
         attr: &CqInit,
         udata: Option<&mut UData>,
     ) -> Result<(RrxeCq, u32)> {
-        cq::create(cq, attr, udata)
+        cq::create(cq, attr, udata, charge(dev, Limit::Cq)?)
     }
 
     fn resize_cq(cq: &RrxeCq, entries: u32, udata: Option<&mut UData>) -> Result<u32> {
@@ -219,7 +231,7 @@ impl Driver for Rrxe {
         dev.data()
             .shared()
             .mrs
-            .reg_user(pd, umem, iova, length, access)
+            .reg_user(charge(dev, Limit::Mr)?, pd, umem, iova, length, access)
     }
 
     fn get_dma_mr(
@@ -237,7 +249,12 @@ impl Driver for Rrxe {
         req: &MrRereg,
         pin: &UmemPinner,
     ) -> Result<(RrxeMr, u32)> {
-        dev.data().shared().mrs.rereg_user(mr, req, pin)
+        // The new registration is counted before the core destroys the old one: at the
+        // limit, a reregistration fails with ENOMEM and leaves `mr` as it was.
+        dev.data()
+            .shared()
+            .mrs
+            .rereg_user(charge(dev, Limit::Mr)?, mr, req, pin)
     }
 
     fn alloc_mr(
@@ -246,7 +263,10 @@ impl Driver for Rrxe {
         memory: KernelMemory,
         max_num_sg: u32,
     ) -> Result<(RrxeMr, u32)> {
-        dev.data().shared().mrs.alloc_fast(pd, memory, max_num_sg)
+        dev.data()
+            .shared()
+            .mrs
+            .alloc_fast(charge(dev, Limit::Mr)?, pd, memory, max_num_sg)
     }
 
     fn map_mr_begin(mr: &RrxeMr, page_size: u32) -> Result {
@@ -262,7 +282,10 @@ impl Driver for Rrxe {
     }
 
     fn alloc_mw(dev: &DeviceOf<Self>, pd: PdId, type2: bool) -> Result<(RrxeMw, u32)> {
-        dev.data().shared().mws.alloc(pd, type2)
+        dev.data()
+            .shared()
+            .mws
+            .alloc(charge(dev, Limit::Mw)?, pd, type2)
     }
 
     fn dealloc_mw(dev: &DeviceOf<Self>, mw: &RrxeMw) {
@@ -276,7 +299,8 @@ impl Driver for Rrxe {
         udata: Option<&mut UData>,
     ) -> Result<(RrxeQp, u32)> {
         let data = dev.data();
-        qp::create(&data.core.qps, data.shared(), handle, init, udata)
+        let charge = charge(dev, Limit::Qp)?;
+        qp::create(&data.core.qps, data.shared(), handle, init, udata, charge)
     }
 
     fn modify_qp(_dev: &DeviceOf<Self>, qp: &RrxeQp, modify: &QpModify) -> Result {
@@ -324,7 +348,10 @@ impl Driver for Rrxe {
         sleepable: bool,
         udata: Option<&mut UData>,
     ) -> Result<RrxeAh> {
-        dev.data().shared().ahs.create(pd, av, sleepable, udata)
+        dev.data()
+            .shared()
+            .ahs
+            .create(charge(dev, Limit::Ah)?, pd, av, sleepable, udata)
     }
 
     fn destroy_ah(dev: &DeviceOf<Self>, ah: &RrxeAh) {
@@ -339,7 +366,8 @@ impl Driver for Rrxe {
         xrc: Option<XrcSrqInit<'_, RrxeCq>>,
         udata: Option<&mut UData>,
     ) -> Result<(RrxeSrq, u32)> {
-        srq::create(&dev.data().shared().srqs, srq, pd, attr, xrc, udata)
+        let charge = charge(dev, Limit::Srq)?;
+        srq::create(&dev.data().shared().srqs, srq, pd, attr, xrc, udata, charge)
     }
 
     fn modify_srq(srq: &RrxeSrq, modify: &SrqModify, udata: Option<&mut UData>) -> Result {

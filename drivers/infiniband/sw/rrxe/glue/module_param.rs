@@ -11,3 +11,69 @@ pub(crate) fn credits() -> bool {
     // SAFETY: reads a module-lifetime bool (with READ_ONCE); callable in any context.
     unsafe { bindings::rrxe_param_credits() }
 }
+
+/// An object kind whose count per device a module parameter bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// `max_pd`.
+    Pd,
+    /// `max_cq`.
+    Cq,
+    /// `max_qp`.
+    Qp,
+    /// `max_srq`.
+    Srq,
+    /// `max_mr`.
+    Mr,
+    /// `max_mw`.
+    Mw,
+    /// `max_ah`.
+    Ah,
+}
+
+impl Limit {
+    /// Every kind, in the order of [`Limit::index`].
+    pub(crate) const ALL: [Limit; 7] = [
+        Limit::Pd,
+        Limit::Cq,
+        Limit::Qp,
+        Limit::Srq,
+        Limit::Mr,
+        Limit::Mw,
+        Limit::Ah,
+    ];
+
+    /// A dense index, for per-kind arrays.
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The parameter's default, which is also the most a device can hold of the kind.
+    pub(crate) const fn capacity(self) -> u32 {
+        match self {
+            Limit::Pd => bindings::RRXE_MAX_PD,
+            Limit::Cq => bindings::RRXE_MAX_CQ,
+            Limit::Qp => bindings::RRXE_MAX_QP,
+            Limit::Srq => bindings::RRXE_MAX_SRQ,
+            Limit::Mr => bindings::RRXE_MAX_MR,
+            Limit::Mw => bindings::RRXE_MAX_MW,
+            Limit::Ah => bindings::RRXE_MAX_AH,
+        }
+    }
+
+    /// The parameter's value now, at most [`Limit::capacity`].
+    pub(crate) fn get(self) -> u32 {
+        let which = match self {
+            Limit::Pd => bindings::rrxe_limit_RRXE_LIMIT_PD,
+            Limit::Cq => bindings::rrxe_limit_RRXE_LIMIT_CQ,
+            Limit::Qp => bindings::rrxe_limit_RRXE_LIMIT_QP,
+            Limit::Srq => bindings::rrxe_limit_RRXE_LIMIT_SRQ,
+            Limit::Mr => bindings::rrxe_limit_RRXE_LIMIT_MR,
+            Limit::Mw => bindings::rrxe_limit_RRXE_LIMIT_MW,
+            Limit::Ah => bindings::rrxe_limit_RRXE_LIMIT_AH,
+        };
+        // SAFETY: reads a module-lifetime uint (with READ_ONCE); callable in any context.
+        let value = unsafe { bindings::rrxe_param_limit(which) };
+        value.min(self.capacity())
+    }
+}

@@ -30,6 +30,7 @@ use crate::glue::task::{impl_has_task, now_ns, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::QpMemory;
 use crate::params;
+use crate::quota::Charge;
 use crate::shared::DeviceShared;
 use crate::srq::{RrxeSrq, SrqShared};
 use crate::transport::qp::context::{AltPath, PKey, PathHandle};
@@ -56,6 +57,8 @@ pub(crate) const PORT: u8 = 1;
 /// State of one rrxe QP, held by the core's `struct ib_qp`.
 pub(crate) struct RrxeQp {
     shared: Arc<QpShared>,
+    /// The QP's place in the device's count.
+    _charge: Charge,
 }
 
 impl RrxeQp {
@@ -224,6 +227,7 @@ pub(crate) fn create(
     handle: QpHandle,
     init: &mut QpInit<'_, RrxeCq, RrxeSrq>,
     udata: Option<&mut UData>,
+    charge: Charge,
 ) -> Result<(RrxeQp, u32)> {
     let srq = init.srq.map(RrxeSrq::shared);
     // Kernel SRQs do not exist (no post_srq_recv), so only user QPs can name one.
@@ -340,7 +344,13 @@ pub(crate) fn create(
     )?;
     slot.store(shared.clone())?;
     init.caps = granted;
-    Ok((RrxeQp { shared }, qpn))
+    Ok((
+        RrxeQp {
+            shared,
+            _charge: charge,
+        },
+        qpn,
+    ))
 }
 
 /// Destroys a QP: unpublishes it, stops its task and frees its rings. May run from a
