@@ -2,11 +2,12 @@
 # What both sides of the wire spray test agree on (sourced by tests/vm/spray.sh and
 # spray-peer.sh).
 
-# Packets per class (tests/lib/roce_spray.py: six classes).
-SPRAY_N=150
+# Packets per class (tests/lib/roce_spray.py: six classes); both may be set from the
+# environment for a long spray (vm.sh --env on both sides).
+SPRAY_N=${SPRAY_N:-150}
 # Exchanges of the pingpong the spray aims at: many more than the time the QP phase takes,
 # so that the QP is live throughout it (spray-peer.sh checks that it was).
-SPRAY_PP_N=500
+SPRAY_PP_N=${SPRAY_PP_N:-500}
 SPRAY_PORT=18800
 # The address no path leads to that the foreign packets claim to come from.
 SPRAY_FOREIGN=198.18.0.99

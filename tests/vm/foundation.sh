@@ -150,16 +150,22 @@ fi
 
 # --- rmmod ------------------------------------------------------------------------------------------
 # An open user context pins the module (ops.owner): rmmod is refused, never pulls the rug.
+# The context is held until the check is done: a fixed 4 s raced rmmod on a slow debug guest.
+rm -f /tmp/ctx-open /tmp/ctx-close
 python3 - <<'PY' &
+import os
 import time
 from pyverbs.device import Context
 ctx = Context(name='rrxe0')
 open('/tmp/ctx-open', 'w').close()
-time.sleep(4)
+end = time.monotonic() + 600
+while not os.path.exists('/tmp/ctx-close') and time.monotonic() < end:
+    time.sleep(0.1)
 PY
 py_pid=$!
 wait_for 180 test -e /tmp/ctx-open
 check_fails "rmmod refused while a user context is open" rmmod rrxe
+: >/tmp/ctx-close
 wait $py_pid
 check "rdma link add rrxe3 over vr1" rdma link add rrxe3 type rrxe netdev vr1
 check "rmmod rrxe with devices present" rmmod rrxe
