@@ -2,16 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0
 """Object limits, TAP output: a device holds at most the PDs, CQs, QPs, SRQs, MRs, MWs and
 AHs it reports (ibv_query_device), kernel-owned ones counted; one more fails with ENOMEM,
-and destroying one makes room for one.
+and destroying one makes room for one. A process without CAP_IPC_LOCK pins MRs up to its
+RLIMIT_MEMLOCK.
 
 Run inside a VM on an rrxe device ($RRXE_DEV, default rrxe0) created after rrxe was loaded
 with the limits $RRXE_LIMITS names ("pd=6 cq=6 ..."), every other object of the device
 being the kernel's.
 """
+import contextlib
+import ctypes
 import errno
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 
@@ -119,6 +123,74 @@ def fill(kind):
 for kind in MAKERS:
     tap.row(f"{kind}: {LIMITS[kind]} at most, the next gets ENOMEM, a freed place is reused",
             fill, kind)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+CAP_IPC_LOCK = 14
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+@contextlib.contextmanager
+def without_ipc_lock(limit):
+    """This process without CAP_IPC_LOCK in its effective set and with RLIMIT_MEMLOCK at
+    `limit` bytes, both given back afterwards (the capability stays permitted)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    hdr = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    caps = (_CapData * 2)()
+    if libc.capget(ctypes.byref(hdr), caps) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    saved = caps[0].effective
+    old_limit = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    caps[0].effective = saved & ~(1 << CAP_IPC_LOCK)
+    if libc.capset(ctypes.byref(hdr), caps) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    try:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (limit, old_limit[1]))
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, old_limit)
+        caps[0].effective = saved
+        libc.capset(ctypes.byref(hdr), caps)
+
+
+def pinned_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmPin:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmPin in /proc/self/status")
+
+
+@test("without CAP_IPC_LOCK, MRs pin up to RLIMIT_MEMLOCK (1 MiB) and no further: ENOMEM, "
+      "nothing left pinned by a refusal, all unpinned by deregistration")
+def _():
+    # ib_umem_get counts an MR's pages in the process's pinned_vm (VmPin) and, for a
+    # process without CAP_IPC_LOCK, refuses those past RLIMIT_MEMLOCK with ENOMEM. pyverbs
+    # allocates MR buffers page-aligned, so halves of the limit pin exactly half each.
+    mib = 1 << 20
+    access = e.IBV_ACCESS_LOCAL_WRITE
+    assert pinned_bytes() == 0, pinned_bytes()
+    with without_ipc_lock(mib):
+        half = MR(pd, mib // 2, access)
+        assert pinned_bytes() == mib // 2, pinned_bytes()
+        fails_with(lambda: MR(pd, mib, access), errno.ENOMEM)
+        # The refusal pinned nothing: the other half fits, and then not a page more.
+        other = MR(pd, mib // 2, access)
+        fails_with(lambda: MR(pd, 4096, access), errno.ENOMEM)
+        assert pinned_bytes() == mib, pinned_bytes()
+        for mr in (half, other):
+            mr.close()
+        assert pinned_bytes() == 0, pinned_bytes()
+        MR(pd, mib, access).close()
+
 
 for obj in (cq, pd):
     obj.close()
