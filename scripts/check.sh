@@ -115,7 +115,10 @@ vm_boot() {
 	for m in drivers/infiniband/sw/rrxe/rrxe.ko tests/kverbs/rrxe_kverbs_test.ko; do
 		[ -f "$m" ] && mods+=(--module "$m")
 	done
-	local tmo=4800 soak=()
+	# 5000 s: the guest's command gets 90 % of it less the boot (vm-init.sh), ~4,370 s for the
+	# debug boot, and CI's 90 minutes still hold the host steps (~2 min with cached kernels),
+	# the kernel log scans and the release boot (~5 min).
+	local tmo=5000 soak=()
 	[ "${RRXE_SOAK:-0}" = 1 ] && tmo=10800 soak=(--env RRXE_SOAK=1)
 	echo "== VM: $title (two $variant VMs joined by a wire)"
 	# The debug kernel under TCG is slow: leave room for a loaded machine.
