@@ -158,7 +158,8 @@ def without_ipc_lock(limit):
     finally:
         resource.setrlimit(resource.RLIMIT_MEMLOCK, old_limit)
         caps[0].effective = saved
-        libc.capset(ctypes.byref(hdr), caps)
+        if libc.capset(ctypes.byref(hdr), caps) != 0:
+            raise OSError(ctypes.get_errno(), "capset (restoring CAP_IPC_LOCK)")
 
 
 def pinned_bytes():

@@ -44,17 +44,18 @@ ctl() { # request... -> $CTL_REPLY
 	echo "$*" >&3 && read -r -t "$SERVER_TMO" CTL_REPLY <&3
 }
 
-# debug_soak_only PROG NAME...: whether PROG, one of NAMES, is left to `make soak` on the
-# debug kernel. There each program costs tens of seconds of TCG, so make check keeps one run
-# of each code path: on the wire the bandwidth programs run the latency programs'
-# operations, and in loopback RC and rping run (every QP type's packets take the same
-# loopback path; UC and UD run on the wire).
+# debug_soak_only PROG PATTERN...: whether PROG, matching one of the glob PATTERNs, is left
+# to `make soak` on the debug kernel. There each program costs tens of seconds of TCG, so
+# make check keeps one run of each code path: on the wire the bandwidth programs run the
+# latency programs' operations, and in loopback RC and rping run (every QP type's packets
+# take the same loopback path; UC and UD run on the wire).
 debug_soak_only() {
-	local prog=$1 n
+	local prog=$1 p
 	shift
 	[ "${RRXE_VARIANT:-}" = debug ] && ! soak || return 1
-	for n in "$@"; do
-		[ "$prog" = "$n" ] && return 0
+	for p in "$@"; do
+		# shellcheck disable=SC2053 - $p is a glob pattern
+		[[ $prog == $p ]] && return 0
 	done
 	return 1
 }
@@ -72,7 +73,7 @@ remote() {
 		cargs+=("${a//@GID6@/$g6}")
 	done
 	local desc="wire: $prog ${cargs[*]}"
-	if debug_soak_only "$prog" ib_send_lat ib_write_lat ib_read_lat; then
+	if debug_soak_only "$prog" 'ib_*_lat'; then
 		skip "$desc" "$SOAK_ONLY"
 		return
 	fi
@@ -111,8 +112,7 @@ loop() {
 	local desc="loopback: $prog ${args[*]}"
 	# On the debug kernel make check runs perftest and the UC and UD pingpongs over the
 	# wire only: in loopback they take the paths the RC pingpong and rping take there.
-	if { [[ $prog == ib_* ]] && debug_soak_only "$prog" "$prog"; } ||
-		debug_soak_only "$prog" ibv_uc_pingpong ibv_ud_pingpong; then
+	if debug_soak_only "$prog" 'ib_*' ibv_uc_pingpong ibv_ud_pingpong; then
 		skip "$desc" "$SOAK_ONLY"
 		return
 	fi
