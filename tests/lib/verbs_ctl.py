@@ -28,6 +28,7 @@ ALLOWED = {
     "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw",
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat",
     "rping",
+    "rstream",
 }
 LOGDIR = "/tmp/verbs-srv"
 CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
@@ -49,7 +50,7 @@ def listening(port):
 
 
 def cm_listening(port):
-    """Whether an rdma_cm ID listens on PORT (rping has no TCP socket)."""
+    """Whether an rdma_cm ID listens on PORT (rping and rsockets have no TCP socket)."""
     try:
         res = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
                              text=True, timeout=10).stdout
@@ -112,7 +113,7 @@ def main():
                     p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
-                    ready = cm_listening if argv[0] == "rping" else listening
+                    ready = cm_listening if argv[0] in ("rping", "rstream") else listening
                     end = time.monotonic() + 120
                     while not ready(sport) and p.poll() is None and time.monotonic() < end:
                         time.sleep(0.05)

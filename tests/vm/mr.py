@@ -139,6 +139,36 @@ def _():
         assert struct.unpack("<Q", backing.read(8, HEAD + off))[0] == 7
 
 
+@test("zero-length Write with Immediate, Write and Read with a key naming nothing succeed "
+      "(C9-88); the first consumes a receive with its immediate")
+def _():
+    # rsockets sends its control messages this way, with whatever R_Key and VA were on its
+    # stack: a responder must not check them (the DMA length is zero) nor NAK them.
+    bogus_va, bogus_rkey = 0x7FFC_0000_0C60, 0xD1E1EC20
+    # pyverbs wants an SGE in every WR: one of length 0 makes the same zero DMA length.
+    wrs = []
+    for wr_id, opcode in ((11, e.IBV_WR_RDMA_WRITE_WITH_IMM), (12, e.IBV_WR_RDMA_WRITE),
+                          (13, e.IBV_WR_RDMA_READ)):
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[SGE(local.buf, 0, local.lkey)],
+                    imm_data=0x0E000000, send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(bogus_rkey, bogus_va)
+        wrs.append(wr)
+    b.post_recv(RecvWR(wr_id=10, num_sge=1, sg=[SGE(local.buf + PAGE, 16, local.lkey)]))
+    for wr in wrs:
+        a.post_send(wr)
+    got = {}
+    end = time.monotonic() + 10
+    while len(got) < 4 and time.monotonic() < end:
+        n, wcs = cq.poll(4)
+        for wc in wcs[:n]:
+            got[wc.wr_id] = wc
+    assert set(got) == {10, 11, 12, 13}, f"completions {sorted(got)}"
+    bad = {i: wc.status for i, wc in got.items() if wc.status != e.IBV_WC_SUCCESS}
+    assert not bad, f"statuses {bad}"
+    assert got[10].opcode == e.IBV_WC_RECV_RDMA_WITH_IMM and got[10].byte_len == 0
+    assert got[10].imm_data == 0x0E000000, hex(got[10].imm_data)
+
+
 @test("a Write straddling the end of the MR is refused with a remote access error")
 def _():
     # Each error moves the requester to ERR: one fresh pair of states per check is too

@@ -32,7 +32,7 @@ check "IPv6 GID index found ($g6)" test -n "$g6"
 
 # Lines worth keeping from a program's output: pingpong rates, perftest result rows.
 summary() {
-	grep -E 'bytes in|iters in|^ *[0-9]+ +[0-9]+ +[0-9.]+|#bytes' "$1" | sed 's/^/#   /'
+	grep -E 'bytes in|iters in|^custom |^ *[0-9]+ +[0-9]+ +[0-9.]+|#bytes' "$1" | sed 's/^/#   /'
 }
 show_log() {
 	sed 's/^/#   /' "$1" | tail -25
@@ -189,6 +189,45 @@ rping_loop() { # NAME PORT
 }
 RPING_N=100
 
+# Error NAKs this port sent and received (rrxe's counters; empty on a driver without them).
+error_naks() {
+	rdma statistic show link "$DEV/1" 2>/dev/null |
+		awk '{ for (i = 1; i < NF; i++)
+			if ($i == "error_naks_sent" || $i == "error_naks_rcvd") { n += $(i + 1); f = 1 } }
+		     END { if (f) print n }'
+}
+
+# rstream (librdmacm's rsockets: a stream socket over RC, the data by RDMA Write with
+# Immediate into the peer's buffer, -T v verifying it) against B. rsockets sends its control
+# messages (credits, shutdown) as zero-length Writes with Immediate whose R_Key and VA are
+# left uninitialised; a responder must not check them (IBA C9-88). rrxe once answered the
+# shutdown of nearly every run with a Remote Access Error NAK: the run passed, the NAK was
+# on the wire. So no error NAK may be counted on this port during the run.
+rstream_remote() { # NAME PORT
+	local name=$1 port=$2 desc="wire: rstream -S 65536 -C $N -T v to $RRXE_PEER_IP4, no error NAK"
+	local before after opts=(-p "$port" -S 65536 -C "$N" -T v)
+	before=$(error_naks)
+	if ! ctl start "$name" "$port" "$SERVER_TMO" rstream -b 0.0.0.0 "${opts[@]}" ||
+		[ "$CTL_REPLY" != ready ]; then
+		_tap_result fail "$desc" "server on B did not start: ${CTL_REPLY:-no reply}"
+		return
+	fi
+	timeout "$CLIENT_TMO" rstream -s "$RRXE_PEER_IP4" "${opts[@]}" >"$OUT/$name" 2>&1
+	local crc=$?
+	ctl wait "$name"
+	# The last control message may still be in flight when both programs have exited.
+	sleep 1
+	after=$(error_naks)
+	if [ "$crc" = 0 ] && [ "${CTL_REPLY#rc }" = 0 ] && [ "$before" = "$after" ]; then
+		_tap_result ok "$desc"
+		summary "$OUT/$name"
+	else
+		_tap_result fail "$desc" \
+			"client exit $crc, server ${CTL_REPLY:-no reply}, error NAKs ${before:-?} -> ${after:-?}"
+		show_log "$OUT/$name"
+	fi
+}
+
 MiB=1048576
 PT=(-d @DEV@ -F -x)
 # Iterations: pingpong, 1 MiB pingpong, perftest (at least 5). The debug kernel under TCG
@@ -227,6 +266,7 @@ if wait_for "${VERBS_SYNC_SECS:-900}" ctl_open; then
 	tests remote 18600
 	remote rc-v6 18620 ibv_rc_pingpong -d @DEV@ -g @GID6@ -n $N -c -e
 	rping_remote rping 18630
+	rstream_remote rstream 18640
 	ctl "done"
 	exec 3>&-
 else

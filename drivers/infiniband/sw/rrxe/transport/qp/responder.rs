@@ -716,12 +716,21 @@ impl Responder {
             }
             Operation::RdmaWrite => {
                 if let Some(reth) = pkt.ext.reth {
-                    if let Err(err) = io.mem.check_remote(
-                        rkey(reth.rkey),
-                        reth.va,
-                        reth.dma_len,
-                        RemoteAccess::Write,
-                    ) {
+                    // C9-88: a zero-length RDMA Write need not carry a valid
+                    // R_Key or VA (rsockets' control messages, Writes with
+                    // Immediate of no data, leave them uninitialised), so
+                    // they are not checked; nothing is written.
+                    let checked = if reth.dma_len == 0 {
+                        Ok(())
+                    } else {
+                        io.mem.check_remote(
+                            rkey(reth.rkey),
+                            reth.va,
+                            reth.dma_len,
+                            RemoteAccess::Write,
+                        )
+                    };
+                    if let Err(err) = checked {
                         return Step::Fail(err.nak_code(), None);
                     }
                     self.write_va = reth.va;
@@ -749,11 +758,17 @@ impl Responder {
                 let Some(reth) = pkt.ext.reth else {
                     return Step::Fail(NakCode::InvalidRequest, None);
                 };
-                if let Err(err) =
-                    io.mem
-                        .check_remote(rkey(reth.rkey), reth.va, reth.dma_len, RemoteAccess::Read)
-                {
-                    return Step::Fail(err.nak_code(), None);
+                // C9-88, as for a Write: a zero-length Read is answered by
+                // one empty response whatever its R_Key and VA.
+                if reth.dma_len != 0 {
+                    if let Err(err) = io.mem.check_remote(
+                        rkey(reth.rkey),
+                        reth.va,
+                        reth.dma_len,
+                        RemoteAccess::Read,
+                    ) {
+                        return Step::Fail(err.nak_code(), None);
+                    }
                 }
                 let npkts = if reth.dma_len == 0 {
                     1
@@ -1109,6 +1124,10 @@ impl Responder {
                     ..bth
                 };
                 let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
+                    if dst.is_empty() {
+                        // A zero-length Read's key was never checked (C9-88).
+                        return Ok(());
+                    }
                     io.mem
                         .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
                 });

@@ -995,6 +995,71 @@ fn remote_access_error_completes_and_flushes() {
 }
 
 #[test]
+fn zero_length_write_and_read_ignore_their_r_key() {
+    // C9-88: a zero-length RDMA Write or Read is not required to carry a
+    // valid R_Key or VA. rsockets sends its control messages as zero-length
+    // Writes with Immediate whose key is whatever was on its stack.
+    let mut p = Pair::connect(Setup::rc(), 7, Link::PERFECT);
+    p.nodes[B].post_recv(0, 16);
+    let bogus = RemoteAddr {
+        va: 0xDEAD_BEEF,
+        rkey: 0xBAD,
+    };
+    let ops = [
+        SendOpcode::RdmaWriteWithImm(0x5A5A),
+        SendOpcode::RdmaWrite,
+        SendOpcode::RdmaRead,
+    ];
+    for (i, opcode) in ops.into_iter().enumerate() {
+        let wqe = SendWqe {
+            wr_id: i as u64,
+            opcode,
+            length: 0,
+            remote: bogus,
+            flags: SendFlags::SIGNALED,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, vec![]);
+    }
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 3);
+    let c: Vec<_> = p.nodes[A]
+        .send_completions()
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(
+        c,
+        [
+            (0, WcStatus::Success),
+            (1, WcStatus::Success),
+            (2, WcStatus::Success)
+        ]
+    );
+    let r = p.nodes[B].recv_completions();
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].status, r[0].byte_len), (WcStatus::Success, 0));
+    assert_eq!(r[0].imm_data, Some(0x5A5A));
+    assert_eq!(p.nodes[A].qp.state(), QpState::Rts);
+    assert_eq!(p.nodes[B].qp.state(), QpState::Rts);
+    // One byte with the same key is checked, and refused (C9-88 covers
+    // only zero lengths).
+    let one = SendWqe {
+        wr_id: 3,
+        opcode: SendOpcode::RdmaWrite,
+        length: 1,
+        remote: bogus,
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(one, vec![1]);
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 4);
+    assert_eq!(
+        p.nodes[A].send_completions()[3].status,
+        WcStatus::RemAccessErr
+    );
+}
+
+#[test]
 fn message_above_two_gib_is_a_local_length_error() {
     let mut p = Pair::connect(Setup::rc(), 7, Link::PERFECT);
     p.nodes[B].post_recv(0, 100);
