@@ -81,6 +81,18 @@ def wait(wr_id, status=e.IBV_WC_SUCCESS, timeout=10.0):
     raise AssertionError(f"no completion of wr {wr_id}")
 
 
+def wait_all(wr_ids, timeout=10.0):
+    """The completions of WRs WR_IDS, in any order (send and receive queues share CQ)."""
+    got = {}
+    end = time.monotonic() + timeout
+    while len(got) < len(wr_ids) and time.monotonic() < end:
+        n, wcs = cq.poll(len(wr_ids))
+        for wc in wcs[:n]:
+            got[wc.wr_id] = wc
+    assert set(got) == set(wr_ids), f"completions {sorted(got)}"
+    return got
+
+
 def rdma(opcode, loff, n, roff, rkey=None, status=e.IBV_WC_SUCCESS, wr_id=1):
     wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[SGE(local.buf + loff, n, local.lkey)],
                 send_flags=e.IBV_SEND_SIGNALED)
@@ -156,13 +168,7 @@ def _():
     b.post_recv(RecvWR(wr_id=10, num_sge=1, sg=[SGE(local.buf + PAGE, 16, local.lkey)]))
     for wr in wrs:
         a.post_send(wr)
-    got = {}
-    end = time.monotonic() + 10
-    while len(got) < 4 and time.monotonic() < end:
-        n, wcs = cq.poll(4)
-        for wc in wcs[:n]:
-            got[wc.wr_id] = wc
-    assert set(got) == {10, 11, 12, 13}, f"completions {sorted(got)}"
+    got = wait_all({10, 11, 12, 13})
     bad = {i: wc.status for i, wc in got.items() if wc.status != e.IBV_WC_SUCCESS}
     assert not bad, f"statuses {bad}"
     assert got[10].opcode == e.IBV_WC_RECV_RDMA_WITH_IMM and got[10].byte_len == 0
@@ -208,13 +214,7 @@ def _():
     c.post_send(SendWR(wr_id=5, opcode=e.IBV_WR_SEND, num_sge=3,
                        sg=[SGE(target.buf + o, n, target.lkey) for o, n in src],
                        send_flags=e.IBV_SEND_SIGNALED))
-    got = {}
-    end = time.monotonic() + 10
-    while len(got) < 2 and time.monotonic() < end:
-        n, wcs = cq.poll(2)
-        for wc in wcs[:n]:
-            got[wc.wr_id] = wc
-    assert set(got) == {5, 6}, f"completions {sorted(got)}"
+    got = wait_all({5, 6})
     assert got[5].status == e.IBV_WC_SUCCESS and got[6].status == e.IBV_WC_SUCCESS
     assert got[6].byte_len == len(msg), got[6].byte_len
     at = 0

@@ -19,14 +19,14 @@
 use super::super::aeth::{
     CreditCode, NakCode, Syndrome, CREDIT_WATCH_FIRST_NS, CREDIT_WATCH_MAX_NS, CREDIT_WATCH_SPAN_NS,
 };
-use super::super::headers::{Aeth, AtomicAckEth, Bth};
+use super::super::headers::{Aeth, AtomicAckEth, Bth, Reth};
 use super::super::opcode::{codes, Operation, Position};
 use super::super::packet::{ExtHeaders, Packet};
 use super::super::psn::{Msn, Psn, PsnClass};
 use super::completion::{AsyncEvent, Completion, WcOpcode, WcStatus, WorkQueue};
 use super::context::{AccessFlags, QpContext, MAX_RD_ATOMIC};
 use super::io::{Dest, Fault, Io, Outputs, Transmit};
-use super::memory::{AtomicOp, LocalError, PdOf, RKey, RemoteAccess, RemoteError};
+use super::memory::{AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError};
 use super::requester::{write_with, WriteError};
 use super::state::Service;
 use super::state::{QpState, QpType};
@@ -716,21 +716,9 @@ impl Responder {
             }
             Operation::RdmaWrite => {
                 if let Some(reth) = pkt.ext.reth {
-                    // C9-88: a zero-length RDMA Write need not carry a valid
-                    // R_Key or VA (rsockets' control messages, Writes with
-                    // Immediate of no data, leave them uninitialised), so
-                    // they are not checked; nothing is written.
-                    let checked = if reth.dma_len == 0 {
-                        Ok(())
-                    } else {
-                        io.mem.check_remote(
-                            rkey(reth.rkey),
-                            reth.va,
-                            reth.dma_len,
-                            RemoteAccess::Write,
-                        )
-                    };
-                    if let Err(err) = checked {
+                    if let Err(err) =
+                        check_reth(io.mem, rkey(reth.rkey), &reth, RemoteAccess::Write)
+                    {
                         return Step::Fail(err.nak_code(), None);
                     }
                     self.write_va = reth.va;
@@ -758,17 +746,8 @@ impl Responder {
                 let Some(reth) = pkt.ext.reth else {
                     return Step::Fail(NakCode::InvalidRequest, None);
                 };
-                // C9-88, as for a Write: a zero-length Read is answered by
-                // one empty response whatever its R_Key and VA.
-                if reth.dma_len != 0 {
-                    if let Err(err) = io.mem.check_remote(
-                        rkey(reth.rkey),
-                        reth.va,
-                        reth.dma_len,
-                        RemoteAccess::Read,
-                    ) {
-                        return Step::Fail(err.nak_code(), None);
-                    }
+                if let Err(err) = check_reth(io.mem, rkey(reth.rkey), &reth, RemoteAccess::Read) {
+                    return Step::Fail(err.nak_code(), None);
                 }
                 let npkts = if reth.dma_len == 0 {
                     1
@@ -1125,7 +1104,8 @@ impl Responder {
                 };
                 let res = write_with(buf, &bth, &ext, plen as usize, |dst| {
                     if dst.is_empty() {
-                        // A zero-length Read's key was never checked (C9-88).
+                        // The one empty response of a zero-length Read, whose
+                        // key was not checked (`check_reth`).
                         return Ok(());
                     }
                     io.mem
@@ -1218,4 +1198,20 @@ fn recv_completion(wqe: &RecvWqe, status: WcStatus, opcode: WcOpcode, byte_len: 
         queue: WorkQueue::Recv,
         xrc_srqn: None,
     }
+}
+
+/// Checks the R_Key and VA of an RDMA Write or Read for `access`. C9-88: a
+/// zero-length one need not carry a valid R_Key or VA (rsockets leaves them
+/// uninitialised in its control messages, zero-length Writes with
+/// Immediate), so neither is checked; such a request touches no memory.
+fn check_reth(
+    mem: &mut dyn Memory,
+    rkey: RKey,
+    reth: &Reth,
+    access: RemoteAccess,
+) -> Result<(), RemoteError> {
+    if reth.dma_len == 0 {
+        return Ok(());
+    }
+    mem.check_remote(rkey, reth.va, reth.dma_len, access)
 }
