@@ -157,7 +157,16 @@ impl Requester {
         let psn = pkt.bth.psn;
         let aeth = pkt.ext.aeth;
         let running = matches!(attrs.state, QpState::Rts | QpState::Sqd);
-        if let Some(aeth) = aeth {
+        // A responder's AETH speaks for the PSN it answers, and an
+        // unsolicited ACK repeats the most recent positive ACK (IBA
+        // 9.7.7.2.4, from PSN una - 1 on, the initial one's ePSN - 1
+        // included): a response beyond what was sent, or behind that, is a
+        // ghost, and its MSN and credits are not the peer's. One forged with
+        // an MSN far ahead would otherwise silence every genuine credit
+        // count for up to 2^23 messages. Before RTS, when no PSN has been
+        // sent, only the initial unsolicited ACK can arrive.
+        let in_window = psn.is_within(self.una.prev(), self.sent_high.prev());
+        if let Some(aeth) = aeth.filter(|_| !running || in_window) {
             let unsolicited = pkt.info.operation == Operation::Acknowledge
                 && (!running || psn.is_before(self.una));
             self.update_credits(aeth.syndrome, aeth.msn, unsolicited);
@@ -174,7 +183,7 @@ impl Requester {
         // Responses for PSNs never sent are bogus, responses behind una are
         // duplicates (an unsolicited ACK is one: 9.7.5.1.2); either way,
         // nothing beyond the credits above is taken from them. A positive
-        // ACK behind una is how a responder announces credits, and is not
+        // ACK at una - 1 is how a responder announces credits, and is not
         // counted; half the PSN space away, "behind una" and "never sent"
         // meet, and never sent wins.
         let never_sent = !psn.is_before(self.sent_high);
@@ -184,7 +193,7 @@ impl Requester {
                 Operation::RdmaReadResponse | Operation::AtomicAcknowledge
             ) {
                 self.stats.count(TransportEvent::DuplicateResponse);
-            } else if never_sent || !positive_ack {
+            } else if never_sent || !positive_ack || !in_window {
                 self.stats.count(TransportEvent::IgnoredResponse);
             }
             return Ok(());

@@ -81,9 +81,11 @@ pub enum TransportEvent {
     NotReady,
     /// A response the requester could not act upon was dropped: an ACK or
     /// NAK for a PSN never sent, a NAK behind the oldest unacknowledged PSN,
-    /// a repeat of the RNR NAK being waited out, a response that does not fit
-    /// the request at its PSN (IBA 9.7.6.1.2), or a further out-of-place
-    /// response of a loss already acted upon as an implied NAK.
+    /// a positive ACK behind the last PSN acknowledged (a ghost, whose MSN
+    /// and credits are not taken: IBA 9.7.7.2.4), a repeat of the RNR NAK
+    /// being waited out, a response that does not fit the request at its
+    /// PSN (IBA 9.7.6.1.2), or a further out-of-place response of a loss
+    /// already acted upon as an implied NAK.
     IgnoredResponse,
     /// A UD datagram whose Q_Key is not the QP's was dropped (IBA 10.2.5).
     QkeyViolation,

@@ -700,6 +700,60 @@ fn qp_on_an_srq_reports_no_credits_and_sends_no_unsolicited_ack() {
     data_ok(&p.nodes[B]);
 }
 
+/// Ghost ACKs at a requester that has one credit (IBA 9.7.7.2.4): for a
+/// PSN never sent, from half the PSN space away and from just past the last
+/// PSN acknowledged, each claiming an MSN far ahead and 64 free receives.
+/// Taken, one would let A send into B's empty queue and silence B's real
+/// counts, whose MSNs are behind it.
+#[test]
+fn ghost_acks_do_not_move_the_credits() {
+    let mut p = settled(Setup::rc(), 4);
+    p.nodes[B].post_recv(1, 1024);
+    p.run_until(1000, |_| false);
+    let una = Setup::rc().sq_psn[A];
+    let ghost = |psn: u32| {
+        let aeth = super::super::headers::Aeth {
+            syndrome: Syndrome::Ack(CreditCode::from_posted_wqes(64)),
+            msn: Msn::new(0x10_0000),
+        };
+        let ext = ExtHeaders {
+            aeth: Some(aeth),
+            ..ExtHeaders::default()
+        };
+        super::tests::request_with(codes::RC_ACKNOWLEDGE, psn, false, ext, &[])
+    };
+    let ignored = stat(&p, A, TransportEvent::IgnoredResponse);
+    for psn in [
+        una.wrapping_add(5),
+        una.wrapping_add(0x80_0000),
+        una.wrapping_sub(0x40_0000),
+    ] {
+        super::tests::inject(&mut p.nodes[A], p.now, &ghost(psn));
+        p.nodes[A].drain();
+    }
+    assert_eq!(stat(&p, A, TransportEvent::IgnoredResponse), ignored + 3);
+    // Three Sends against B's one receive: the first goes, the second waits.
+    for i in 1..=3 {
+        post_send(&mut p.nodes[A], i, 100);
+    }
+    p.alarms = vec![p.now + 1];
+    p.run_until(10_000, |p| {
+        stat(p, A, TransportEvent::CreditHeld) > 0 || stat(p, B, TransportEvent::RnrNakSent) > 0
+    });
+    p.alarms.clear();
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    assert_eq!(stat(&p, A, TransportEvent::CreditHeld), 1);
+    assert_eq!(requests(&p, A).len(), 1, "{:#?}", p.wire);
+    // B's real counts, MSN 1 and on, still release the rest.
+    for i in 2..=3 {
+        p.nodes[B].post_recv(i, 1024);
+    }
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 3);
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
+    data_ok(&p.nodes[B]);
+}
+
 #[test]
 fn peer_without_credits_is_unlimited() {
     // B as rdma_rxe: AETHs always 11111b, no unsolicited ACK.
