@@ -14,6 +14,8 @@ KIND is one of
   send       an RC SEND Only with AckReq to QP QPN at PSN PSN with P_Key PKEY (numbers in
              any base Python reads, 0x.. for hex) carrying PAYLOAD (ASCII, padded with
              NULs to a multiple of 4 bytes), with the right ICRC
+  write      the same as an RDMA WRITE Only to R_Key RKEY at virtual address 0x1000:
+             roce_send.py write DEST SRC QPN PSN PKEY RKEY PAYLOAD
 DEST and SRC are IPv4 or IPv6 addresses; SRC (which need not be one of this host's) is
 needed for "good" and "send".
 """
@@ -58,9 +60,15 @@ def csum(data):
     return ~s & 0xFFFF
 
 
-def rc_send_only(qpn, psn, pkey):
-    """The BTH of an RC SEND Only (opcode 0x04) with AckReq (IBA 9.2)."""
-    return struct.pack("!BBHII", 0x04, 0x00, pkey, qpn & 0xFFFFFF, 0x80000000 | (psn & 0xFFFFFF))
+def rc_bth(opcode, qpn, psn, pkey):
+    """An RC BTH with AckReq (IBA 9.2)."""
+    return struct.pack("!BBHII", opcode, 0x00, pkey, qpn & 0xFFFFFF,
+                       0x80000000 | (psn & 0xFFFFFF))
+
+
+def rc_write_only(qpn, psn, pkey, rkey, length):
+    """The BTH and RETH (IBA 9.3.3) of an RC RDMA WRITE Only (opcode 0x0A) with AckReq."""
+    return rc_bth(0x0A, qpn, psn, pkey) + struct.pack("!QII", 0x1000, rkey, length)
 
 
 def good(dest, src, bth=BTH, payload=PAYLOAD):
@@ -109,7 +117,12 @@ def main():
         qpn, psn, pkey = (int(a, 0) for a in sys.argv[4:7])
         payload = sys.argv[7].encode()
         payload += b"\0" * (-len(payload) % 4)
-        good(dest, sys.argv[3], rc_send_only(qpn, psn, pkey), payload)
+        good(dest, sys.argv[3], rc_bth(0x04, qpn, psn, pkey), payload)  # SEND Only
+    elif kind == "write":
+        qpn, psn, pkey, rkey = (int(a, 0) for a in sys.argv[4:8])
+        payload = sys.argv[8].encode()
+        payload += b"\0" * (-len(payload) % 4)
+        good(dest, sys.argv[3], rc_write_only(qpn, psn, pkey, rkey, len(payload)), payload)
     else:
         sys.exit("unknown kind " + kind)
 

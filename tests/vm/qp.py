@@ -226,7 +226,14 @@ def _():
 
 def wire():
     """A QP in RTR whose path leads to the peer; the peer sends it a Send with a foreign
-    P_Key, one from an address that is not the path's, and a good one."""
+    P_Key, one from an address that is not the path's, and a good one; then, over the
+    path, requests with plausible PSNs and an R_Key the QP never gave out. An RDMA Write
+    ahead of the ePSN is dropped as out of sequence (IBA 9.7.5.1.3) before its key is
+    looked at, with one sequence NAK; the good Send again is a duplicate (9.7.5.1.5),
+    acknowledged and not delivered twice; an RDMA Write at the ePSN is indistinguishable
+    from the peer's own and fails its R_Key check: NAK Remote Access Error, and the QP
+    goes to ERR with a QP access error event (9.7.5.2.5, 11.6.3) - the connection a forged
+    packet legitimately breaks, its other receives flushed and no memory written."""
     pd = PD(ctx)
     cq = CQ(ctx, 16)
     qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq,
@@ -249,16 +256,24 @@ def wire():
         conn.close()
         srv.close()
         assert reply == "done", f"peer said {reply!r}"
-        wc = poll(cq, timeout=10)
+        events = async_event(e.IBV_EVENT_QP_ACCESS_ERR)
+        wcs = [poll(cq, timeout=10) for _ in range(3)]
         time.sleep(0.5)
         n, more = cq.poll(1)
         after = counters()
-        delta = {k: after[k] - before[k] for k in ("rcvd_wrong_path", "rcvd_pkey_violations")}
-        got = bytes(buf.read(8, 0))
-        assert wc.status == e.IBV_WC_SUCCESS and wc.wr_id == 0, (wc.status, wc.wr_id)
-        assert got == b"rrxe-qp!", f"received {got!r}"
-        assert n == 0, "a second receive completed"
-        assert delta == {"rcvd_wrong_path": 1, "rcvd_pkey_violations": 1}, delta
+        names = ("rcvd_wrong_path", "rcvd_pkey_violations", "out_of_seq_requests",
+                 "seq_naks_sent", "duplicate_requests", "error_naks_sent")
+        delta = {k: after[k] - before[k] for k in names}
+        got = bytes(buf.read(4096, 0))
+        got_wcs = [(wc.wr_id, wc.status) for wc in wcs]
+        assert got_wcs == [(0, e.IBV_WC_SUCCESS), (1, e.IBV_WC_WR_FLUSH_ERR),
+                           (2, e.IBV_WC_WR_FLUSH_ERR)], got_wcs
+        assert got[:8] == b"rrxe-qp!", f"received {got[:8]!r}"
+        assert got[8:] == bytes(4088), "memory written beyond the one receive"
+        assert n == 0, "a fourth completion"
+        assert delta == dict.fromkeys(names, 1), delta
+        assert e.IBV_EVENT_QP_ACCESS_ERR in events, f"async events {events}"
+        assert state(qp) == e.IBV_QPS_ERR, state(qp)
     finally:
         for o in (qp, buf, cq, pd):
             o.close()
@@ -266,7 +281,9 @@ def wire():
 
 if PEER:
     tap.row("wire: a Send from another address and one with another P_Key are dropped and "
-            "counted; the one over the QP's path is received", wire)
+            "counted; the one over the QP's path is received; forged requests over the path: "
+            "one ahead of the ePSN dropped unchecked, a duplicate acknowledged once, a bad "
+            "R_Key at the ePSN breaks the connection (NAK, ERR, access error event)", wire)
 else:
     tap.skip("wire: path and P_Key checks", "no peer VM (RRXE_PEER_IP4 unset)")
 
