@@ -7,10 +7,12 @@ at its UDP port 4791, for tests/vm/spray-peer.sh. IPv4; root (raw sockets).
 
 DEST is the victim's address, SRC this host's (the QP's path leads to it), FOREIGN an
 address that is not the QP's path; QPN the victim QP, RQ_PSN and SQ_PSN the PSNs it expects
-of requests and of responses (each sprayed packet takes one within 64 of them); N packets
-per class; SEED makes the run repeatable. PHASE "qp" sends the classes aimed at the live
-QP, "port" the ones that reach no QP. Prints one "CLASS COUNT" line per class sent. The
-classes, and the counter of the victim each must move by exactly COUNT:
+of requests and of responses (the first three classes take PSNs within 64 of them); N
+packets per class; SEED makes the run repeatable. PHASE "qp" sends the classes aimed at the
+live QP, "port" the ones that reach no QP. Prints one "CLASS COUNT" line per class sent.
+The classes, and the counters of the victim they move (the drop counters by exactly COUNT;
+the PSN rules' counters by at least COUNT, as the live connection's own retransmissions
+count there too):
 
   qp:
     foreign   well-formed requests and responses of every RC kind from FOREIGN, with a
@@ -19,6 +21,20 @@ classes, and the counter of the victim each must move by exactly COUNT:
               (10.9.3)
     fuzz      random opcode, flags, P_Key, length and bytes from FOREIGN with a right ICRC:
               one drop each, in whichever counter catches it first
+    stale     well-formed packets over the QP's path (from SRC, default P_Key), requests
+              and responses in turn, 2^20 to 2^22 PSNs behind the QP's: each request a
+              duplicate (IBA 9.7.5.1.5: duplicate_requests; a Send or Write acknowledged
+              again, a Read or atomic with no saved state to replay dropped), each
+              response a ghost (9.7.6.1.2: rcvd_ignored_responses, or
+              duplicate_responses for Read data and atomic ACKs); none executed
+    ahead     the same 2^20 to 2^22 PSNs ahead: requests out of sequence
+              (9.7.5.1.3: out_of_seq_requests, the first of a run answered with one
+              sequence NAK), responses for PSNs never sent (ignored or duplicate
+              responses as above)
+  Their R_Keys, VAs and lengths are random too: a request at an implausible PSN is
+  dropped before any key is looked at. (One at the exact ePSN with a bad key breaks
+  the connection, as tests/vm/qp.py shows; a live connection's ePSN moves too fast to
+  aim at.)
   port:
     no-qp     well-formed Sends from SRC to QPNs nothing has: rcvd_no_qp
     bad-icrc  a well-formed Send from SRC whose ICRC is wrong: wire_icrc_errors
@@ -154,15 +170,18 @@ class Sprayer:
         return struct.pack("!BBHII", opcode, flags, pkey, qpn & 0xFFFFFF,
                            0x80000000 | (psn & 0xFFFFFF))
 
-    def rc_packet(self, qpn, rq_psn, sq_psn, pkey):
-        """One well-formed RC request or response for the QP."""
+    def rc_packet(self, qpn, rq_psn, sq_psn, pkey, request=None, offsets=(-8, 64)):
+        """One well-formed RC request (request True) or response (False; None: either,
+        mostly requests) for the QP, its PSN the QP's plus an offset in range(*offsets)."""
         rng = self.rng
-        if rng.random() < 0.7:
+        if request is None:
+            request = rng.random() < 0.7
+        if request:
             opcode, rest = rng.choice(REQUESTS)(rng)
-            psn = rq_psn + rng.randrange(-8, 64)
+            psn = rq_psn + rng.randrange(*offsets)
         else:
             opcode, rest = rng.choice(RESPONSES)(rng)
-            psn = sq_psn + rng.randrange(-8, 64)
+            psn = sq_psn + rng.randrange(*offsets)
         return self.bth(opcode, pkey, qpn, psn) + rest
 
     def foreign(self, foreign, qpn, rq_psn, sq_psn, n):
@@ -189,6 +208,13 @@ class Sprayer:
                                qpn & 0xFFFFFF, rng.randrange(1 << 32))
             body += rng.randbytes(rng.randrange(0, 300))
             self.raw_packet(foreign, body)
+
+    def own_path(self, qpn, rq_psn, sq_psn, n, offsets):
+        """Requests and responses in turn over the QP's path at PSNs offset by
+        range(*offsets) from the QP's."""
+        for i in range(n):
+            self.raw_packet(self.src, self.rc_packet(qpn, rq_psn, sq_psn, 0xFFFF,
+                                                     request=i % 2 == 0, offsets=offsets))
 
     def no_qp(self, n):
         for i in range(n):
@@ -220,6 +246,10 @@ def main():
         print("pkey", n)
         s.fuzz(foreign, qpn, rq_psn, sq_psn, n)
         print("fuzz", n)
+        s.own_path(qpn, rq_psn, sq_psn, n, (-(1 << 22), -(1 << 20)))
+        print("stale", n)
+        s.own_path(qpn, rq_psn, sq_psn, n, (1 << 20, 1 << 22))
+        print("ahead", n)
     elif phase == "port":
         s.no_qp(n)
         print("no-qp", n)

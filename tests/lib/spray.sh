@@ -9,5 +9,7 @@ SPRAY_N=${SPRAY_N:-150}
 # so that the QP is live throughout it (spray-peer.sh checks that it was).
 SPRAY_PP_N=${SPRAY_PP_N:-500}
 SPRAY_PORT=18800
+# tests/vm/reliability.py's control port for the RC traffic beside the pingpong.
+SPRAY_TRAFFIC_PORT=18801
 # The address no path leads to that the foreign packets claim to come from.
 SPRAY_FOREIGN=198.18.0.99

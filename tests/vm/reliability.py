@@ -4,6 +4,8 @@
 
   reliability.py server DEV GID_INDEX PORT   side B: the responder, driven over TCP
   reliability.py client DEV GID_INDEX HOST PORT   side A: the requester; TAP output
+  reliability.py traffic DEV GID_INDEX HOST PORT STOP   side A: unimpaired rounds, one
+      after another until the file STOP exists (tests/vm/spray.sh's legitimate traffic)
 
 Each round runs on a fresh RC QP pair with tc netem on both VMs' eth0 (A sets its own,
 asks B to set B's): pipelined SENDs, RDMA WRITEs, RDMA READs and fetch-and-adds with
@@ -436,6 +438,36 @@ def client(dev, gid_index, host, port):
     return tap.done()
 
 
+def traffic(dev, gid_index, host, port, stop):
+    """Unimpaired rounds on fresh QP pairs until `stop` exists, at least one. A brings
+    its QP to RTS before B leaves INIT, so that B's initial credit ACK finds it ready:
+    tests/vm/spray.sh counts every packet A drops, and an ACK arriving in INIT is one."""
+    tap.begin(f"RC traffic on {dev} beside a spray")
+    side = Side(dev, gid_index)
+    peer = Peer(host, port)
+    nsend, nwrite, nread, natomic = 64, 96, 96, 128
+    rounds, errors = 0, []
+    t0 = time.monotonic()
+    while not errors and (rounds == 0 or not os.path.exists(stop)):
+        seed = 0x5A5A + rounds
+        side.read_region = pattern(seed, 1, READ_LEN)
+        info = peer("open", seed=seed, nsend=nsend)
+        mine = side.open_qp()
+        side.connect(info)
+        peer("connect", peer=mine)
+        side.data.write(bytes(8 * natomic), 8 * natomic, 0)
+        errors, writes = run_traffic(side, info, seed, nsend, nwrite, nread, natomic,
+                                     time.monotonic() + 600)
+        v = peer("verify", seed=seed, nsend=nsend, writes=writes, natomic=natomic, wait=120)
+        errors += [f"round {rounds}, side B: {x}" for x in v["errors"]]
+        rounds += 1
+    peer("bye")
+    report(not errors, f"{rounds} rounds of {nsend} sends, {nwrite} writes, {nread} reads "
+           f"and {natomic} fetch-and-adds complete once, in order, data verified "
+           f"({time.monotonic() - t0:.1f}s)", "\n".join(errors[:20]))
+    return tap.done()
+
+
 def vanished(side, peer):
     """The peer's QP disappears: retries run out within the timeout bounds."""
     timeout, retry_cnt = 14, 3
@@ -572,5 +604,8 @@ def rnr(side, peer):
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == "traffic":
+        sys.exit(traffic(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]),
+                         sys.argv[6]))
     else:
         sys.exit(client(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])))

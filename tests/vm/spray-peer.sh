@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Side B of spray.sh: the ibv_rc_pingpong client of side A's server and, while it runs, a
-# third sender: tests/lib/roce_spray.py sprays A's QP (from a foreign address, with
-# foreign P_Keys, random bytes), then A's UDP port 4791 (QPNs nothing has, bad ICRCs,
-# runts). Side A counts what arrived.
+# Side B of spray.sh: the ibv_rc_pingpong client of side A's server, the responder of A's
+# RC traffic rounds (tests/vm/reliability.py server) and, while they run, a third sender:
+# tests/lib/roce_spray.py sprays A's QP (from a foreign address, with foreign P_Keys,
+# random bytes; over its path at PSNs far behind and far ahead), then A's UDP port 4791
+# (QPNs nothing has, bad ICRCs, runts). Side A counts what arrived.
 set -u
 here=$(dirname "$0")
 . "$here/../lib/tap.sh"
@@ -42,6 +43,9 @@ check "modprobe rrxe" modprobe rrxe
 ip link set eth0 up
 check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
 g4=$(wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4" && gid_index rrxe0 "$RRXE_LOCAL_IP4")
+python3 "$here/reliability.py" server rrxe0 "$g4" "$SPRAY_TRAFFIC_PORT" \
+	>/tmp/spray-traffic-server.log 2>&1 &
+srv=$!
 cli=
 if start_client; then
 	_tap_result ok "pingpong client connected to side A"
@@ -50,7 +54,7 @@ if start_client; then
 	rq_psn=$(field local PSN)
 	sq_psn=$(field remote PSN)
 	echo "# side A's QP $qpn, ePSN $rq_psn, its first PSN $sq_psn"
-	check "spray A's live QP: $SPRAY_N packets each from $SPRAY_FOREIGN, with foreign P_Keys, fuzzed" \
+	check "spray A's live QP: $SPRAY_N packets each from $SPRAY_FOREIGN, with foreign P_Keys, fuzzed, over its path far behind and far ahead" \
 		python3 "$here/../lib/roce_spray.py" qp "$RRXE_PEER_IP4" "$RRXE_LOCAL_IP4" \
 		"$SPRAY_FOREIGN" "$qpn" "$rq_psn" "$sq_psn" "$SPRAY_N" 1
 	check "the pingpong was still running when that spray ended (its QP was live)" kill -0 "$cli"
@@ -61,6 +65,13 @@ if start_client; then
 	grep "bytes in" "$LOG" | sed 's/^/# /'
 else
 	_tap_result fail "pingpong client connected to side A" "$(tail -5 "$LOG")"
+fi
+# A's traffic rounds end a round after its pingpong server does.
+if timeout "${SPRAY_WAIT:-1800}" tail --pid="$srv" -f /dev/null; then
+	check "served side A's RC traffic to the end" wait "$srv"
+else
+	kill "$srv"
+	_tap_result fail "served side A's RC traffic to the end" "$(tail -5 /tmp/spray-traffic-server.log)"
 fi
 check "rdma link delete rrxe0" rdma link delete rrxe0
 check "rmmod rrxe" rmmod rrxe
