@@ -28,7 +28,7 @@ ALLOWED = {
     "ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw",
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_atomic_lat",
     "rping",
-    "rstream",
+    "rstream", "riostream",
 }
 LOGDIR = "/tmp/verbs-srv"
 CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
@@ -113,7 +113,7 @@ def main():
                     p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
-                    ready = cm_listening if argv[0] in ("rping", "rstream") else listening
+                    ready = cm_listening if argv[0] in ("rping", "rstream", "riostream") else listening
                     end = time.monotonic() + 120
                     while not ready(sport) and p.poll() is None and time.monotonic() < end:
                         time.sleep(0.05)

@@ -197,22 +197,29 @@ error_naks() {
 		     END { if (f) print n }'
 }
 
-# rstream (librdmacm's rsockets: a stream socket over RC, the data by RDMA Write with
-# Immediate into the peer's buffer, -T v verifying it) against B. rsockets sends its control
-# messages (credits, shutdown) as zero-length Writes with Immediate whose R_Key and VA are
-# left uninitialised; a responder must not check them (IBA C9-88). rrxe once answered the
-# shutdown of nearly every run with a Remote Access Error NAK: the run passed, the NAK was
-# on the wire. So no error NAK may be counted on this port during the run.
-rstream_remote() { # NAME PORT
-	local name=$1 port=$2 desc="wire: rstream -S 65536 -C $N -T v to $RRXE_PEER_IP4, no error NAK"
-	local before after opts=(-p "$port" -S 65536 -C "$N" -T v)
+# rstream and riostream (librdmacm's rsockets: a stream socket over RC, the data by RDMA
+# Write with Immediate into the peer's buffer, riostream's by riowrite into a buffer the
+# peer mapped with riomap; -T v verifies it) against B: with the default calls, blocking
+# ones that wait for all (-T b) and nonblocking ones (-T n). Not rstream's rpoll-driven
+# mode (-T a): its client fails with POLLHUP (exit 16) when the server's last data and its
+# shutdown arrive together, between two rdma_rxe VMs too (6 runs in 8; rrxe 7 or 8 in 8).
+# rsockets sends its control messages (credits, shutdown) as
+# zero-length Writes with Immediate whose R_Key and VA are left uninitialised; a responder
+# must not check them (IBA C9-88). rrxe once answered the shutdown of nearly every run with
+# a Remote Access Error NAK: the run passed, the NAK was on the wire. So no error NAK may be
+# counted on this port during the run.
+rstream_remote() { # NAME PORT PROG [-T MODE]...
+	local name=$1 port=$2 prog=$3
+	shift 3
+	local opts=(-p "$port" -S 65536 -C "$N" -T v "$@") before after
+	local desc="wire: $prog -S 65536 -C $N -T v $* to $RRXE_PEER_IP4, no error NAK"
 	before=$(error_naks)
-	if ! ctl start "$name" "$port" "$SERVER_TMO" rstream -b 0.0.0.0 "${opts[@]}" ||
+	if ! ctl start "$name" "$port" "$SERVER_TMO" "$prog" -b 0.0.0.0 "${opts[@]}" ||
 		[ "$CTL_REPLY" != ready ]; then
 		_tap_result fail "$desc" "server on B did not start: ${CTL_REPLY:-no reply}"
 		return
 	fi
-	timeout "$CLIENT_TMO" rstream -s "$RRXE_PEER_IP4" "${opts[@]}" >"$OUT/$name" 2>&1
+	timeout "$CLIENT_TMO" "$prog" -s "$RRXE_PEER_IP4" "${opts[@]}" >"$OUT/$name" 2>&1
 	local crc=$?
 	ctl wait "$name"
 	# The last control message may still be in flight when both programs have exited.
@@ -266,7 +273,10 @@ if wait_for "${VERBS_SYNC_SECS:-900}" ctl_open; then
 	tests remote 18600
 	remote rc-v6 18620 ibv_rc_pingpong -d @DEV@ -g @GID6@ -n $N -c -e
 	rping_remote rping 18630
-	rstream_remote rstream 18640
+	rstream_remote rstream 18640 rstream
+	rstream_remote rstream-blocking 18641 rstream -T b
+	rstream_remote rstream-nonblocking 18642 rstream -T n
+	rstream_remote riostream 18643 riostream
 	ctl "done"
 	exec 3>&-
 else
