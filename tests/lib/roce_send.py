@@ -17,7 +17,7 @@ KIND is one of
   write      the same as an RDMA WRITE Only to R_Key RKEY at virtual address 0x1000:
              roce_send.py write DEST SRC QPN PSN PKEY RKEY PAYLOAD
 DEST and SRC are IPv4 or IPv6 addresses; SRC (which need not be one of this host's) is
-needed for "good" and "send".
+needed for "good", "send" and "write".
 """
 import ipaddress
 import os
@@ -71,6 +71,12 @@ def rc_write_only(qpn, psn, pkey, rkey, length):
     return rc_bth(0x0A, qpn, psn, pkey) + struct.pack("!QII", 0x1000, rkey, length)
 
 
+def padded(text):
+    """ASCII text as a payload, padded with NULs to a multiple of 4 bytes (no PadCnt)."""
+    data = text.encode()
+    return data + b"\0" * (-len(data) % 4)
+
+
 def good(dest, src, bth=BTH, payload=PAYLOAD):
     d = ipaddress.ip_address(dest)
     s = ipaddress.ip_address(src)
@@ -115,13 +121,11 @@ def main():
         good(dest, sys.argv[3])
     elif kind == "send":
         qpn, psn, pkey = (int(a, 0) for a in sys.argv[4:7])
-        payload = sys.argv[7].encode()
-        payload += b"\0" * (-len(payload) % 4)
+        payload = padded(sys.argv[7])
         good(dest, sys.argv[3], rc_bth(0x04, qpn, psn, pkey), payload)  # SEND Only
     elif kind == "write":
         qpn, psn, pkey, rkey = (int(a, 0) for a in sys.argv[4:8])
-        payload = sys.argv[8].encode()
-        payload += b"\0" * (-len(payload) % 4)
+        payload = padded(sys.argv[8])
         good(dest, sys.argv[3], rc_write_only(qpn, psn, pkey, rkey, len(payload)), payload)
     else:
         sys.exit("unknown kind " + kind)

@@ -30,6 +30,8 @@ ALLOWED = {
     "rping",
     "rstream", "riostream",
 }
+# The servers that listen through rdma_cm rather than on a TCP port.
+CM_SERVERS = {"rping", "rstream", "riostream"}
 LOGDIR = "/tmp/verbs-srv"
 CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
 
@@ -113,7 +115,7 @@ def main():
                     p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
-                    ready = cm_listening if argv[0] in ("rping", "rstream", "riostream") else listening
+                    ready = cm_listening if argv[0] in CM_SERVERS else listening
                     end = time.monotonic() + 120
                     while not ready(sport) and p.poll() is None and time.monotonic() < end:
                         time.sleep(0.05)

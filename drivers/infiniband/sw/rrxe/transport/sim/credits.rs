@@ -11,12 +11,14 @@
 #![cfg(test)]
 
 use super::super::aeth::{CreditCode, Syndrome};
+use super::super::headers::Aeth;
 use super::super::opcode::codes;
 use super::super::packet::ExtHeaders;
 use super::super::psn::{Msn, Psn};
 use super::super::qp::completion::WcStatus;
 use super::super::qp::wqe::{RemoteAddr, SendFlags, SendOpcode};
 use super::super::qp::TransportEvent;
+use super::tests::{inject, request_with};
 use super::*;
 
 const RKEY: u32 = 0x77;
@@ -632,15 +634,15 @@ fn read_responses_and_atomic_acks_carry_credits_too() {
     p.nodes[B].add_region(RKEY, VA, vec![0; 4096]);
     // The lost initial ACK promised one credit; A's Send takes it, but asks
     // no ACK of its own (a multi-packet Send acknowledged by what follows).
-    let send_only = super::tests::request_with(
+    let send_only = request_with(
         codes::RC_SEND_ONLY,
         100,
         false,
         ExtHeaders::default(),
         &[9; 50],
     );
-    super::tests::inject(&mut p.nodes[B], p.now, &send_only);
-    let read = super::tests::request_with(
+    inject(&mut p.nodes[B], p.now, &send_only);
+    let read = request_with(
         codes::RC_RDMA_READ_REQUEST,
         101,
         true,
@@ -654,7 +656,7 @@ fn read_responses_and_atomic_acks_carry_credits_too() {
         },
         &[],
     );
-    super::tests::inject(&mut p.nodes[B], p.now, &read);
+    inject(&mut p.nodes[B], p.now, &read);
     let out = super::tests::drain_tx(&mut p.nodes[B], p.now);
     assert_eq!(out.len(), 1, "the Read response acknowledges the Send");
     assert_eq!(out[0].0, codes::RC_RDMA_READ_RESPONSE_ONLY);
@@ -712,7 +714,7 @@ fn ghost_acks_do_not_move_the_credits() {
     p.run_until(1000, |_| false);
     let una = Setup::rc().sq_psn[A];
     let ghost = |psn: u32| {
-        let aeth = super::super::headers::Aeth {
+        let aeth = Aeth {
             syndrome: Syndrome::Ack(CreditCode::from_posted_wqes(64)),
             msn: Msn::new(0x10_0000),
         };
@@ -720,7 +722,7 @@ fn ghost_acks_do_not_move_the_credits() {
             aeth: Some(aeth),
             ..ExtHeaders::default()
         };
-        super::tests::request_with(codes::RC_ACKNOWLEDGE, psn, false, ext, &[])
+        request_with(codes::RC_ACKNOWLEDGE, psn, false, ext, &[])
     };
     let ignored = stat(&p, A, TransportEvent::IgnoredResponse);
     for psn in [
@@ -728,7 +730,7 @@ fn ghost_acks_do_not_move_the_credits() {
         una.wrapping_add(0x80_0000),
         una.wrapping_sub(0x40_0000),
     ] {
-        super::tests::inject(&mut p.nodes[A], p.now, &ghost(psn));
+        inject(&mut p.nodes[A], p.now, &ghost(psn));
         p.nodes[A].drain();
     }
     assert_eq!(stat(&p, A, TransportEvent::IgnoredResponse), ignored + 3);
