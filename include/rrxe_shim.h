@@ -83,8 +83,11 @@ unsigned long rrxe_rx_index_lock(void);
 void rrxe_rx_index_unlock(unsigned long flags);
 void rrxe_rcu_read_lock(void);
 void rrxe_rcu_read_unlock(void);
-int rrxe_udp_sock_create(bool ipv6, u16 port, struct socket **sockp);
-int rrxe_setup_udp_tunnel_sock(struct socket *sock, int (*encap_rcv)(struct sock *, struct sk_buff *));
+int rrxe_udp_sock_create(struct net *net, bool ipv6, u16 port, struct socket **sockp);
+int rrxe_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
+			       int (*encap_rcv)(struct sock *, struct sk_buff *));
+int rrxe_register_pernet(void (*exit)(struct net *net));
+void rrxe_unregister_pernet(void);
 struct net *rrxe_dev_net(const struct net_device *ndev);
 int rrxe_netdev_ifindex(const struct net_device *ndev);
 unsigned int rrxe_ll_reserved_space(const struct net_device *ndev);

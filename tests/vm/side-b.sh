@@ -3,7 +3,8 @@
 # Everything VM B runs in the `make check` boot, one TAP stream per script: the foundation
 # peer; teardown under traffic (teardown.sh: one VM is enough, and it fills the time B
 # would otherwise idle while side A runs foundation.sh, longer than foundation-peer.sh, and
-# its single-VM scripts up to verbs.sh, whose control channel waits for B); the servers of
+# its single-VM scripts up to verbs.sh, whose control channel waits for B) and rrxe in
+# network namespaces (netns.sh, one VM too, in the rest of that time); the servers of
 # the verbs tests (verbs-peer.sh waits on its control channel until side A's verbs.sh
 # connects), the ibv_srq_pingpong servers of srq.sh's two-VM half (srq-peer.sh), the XRC
 # initiator of xrc.sh's two-VM half (xrc-peer.sh, which waits for xrc.sh's single-VM
@@ -14,7 +15,7 @@
 # Fabrics target (nvmeof-peer.sh, for side A's nvmeof.sh).
 here=$(dirname "$0")
 rc=0
-for t in foundation-peer.sh teardown.sh verbs-peer.sh srq-peer.sh xrc-peer.sh qp-peer.sh spray-peer.sh credits-peer.sh mcast-peer.sh apm-peer.sh reliability-peer.sh nvmeof-peer.sh; do
+for t in foundation-peer.sh teardown.sh netns.sh verbs-peer.sh srq-peer.sh xrc-peer.sh qp-peer.sh spray-peer.sh credits-peer.sh mcast-peer.sh apm-peer.sh reliability-peer.sh nvmeof-peer.sh; do
 	echo "# === $t"
 	start=$SECONDS
 	"$here/$t" || rc=1

@@ -70,7 +70,8 @@ pub(crate) struct RrxeDevice {
     pub(crate) quotas: Arc<Quotas>,
     /// Numbers for new XRC domains.
     next_xrcd: AtomicU32,
-    /// EUI-64 from the netdev's MAC (IBA 4.1.1: the GUID is an EUI-64).
+    /// EUI-64 from the netdev's MAC, or a random one on an L3-only netdev (IBA 4.1.1: the
+    /// GUID is an EUI-64).
     guid: u64,
     /// Whether the port was last reported active, so events go out on transitions only.
     port_active: AtomicBool,
@@ -110,7 +111,7 @@ impl RrxeDevice {
             core,
             quotas: Quotas::from_params()?,
             next_xrcd: AtomicU32::new(0),
-            guid: eui64_from_mac(netdev.mac()),
+            guid: eui64_from_mac(netdev.mac_or_random()),
             port_active: AtomicBool::new(port_is_active(netdev)),
             _rx: rx,
         })

@@ -46,19 +46,24 @@ module! {
 
 /// The module: the workqueue QP tasks run on, and the driver's registration. Fields drop
 /// in order: every device is gone before the workqueue, which then drains what still runs.
+// Fields drop in declaration order: the devices go before the namespace watch that closes
+// sockets they might have left.
 struct RrxeModule {
     _registration: glue::rdma::link::Registration<verbs::Rrxe>,
     _tasks: glue::task::TaskQueue,
+    _netns: glue::net::NetnsWatch,
 }
 
 impl kernel::Module for RrxeModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        let netns = glue::net::NetnsWatch::register()?;
         let tasks = glue::task::TaskQueue::new()?;
         let registration = glue::rdma::link::Registration::new(module)?;
         pr_info!("loaded\n");
         Ok(Self {
             _registration: registration,
             _tasks: tasks,
+            _netns: netns,
         })
     }
 }

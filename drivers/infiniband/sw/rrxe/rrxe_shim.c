@@ -359,29 +359,58 @@ void rrxe_tunnel_unlock(void)
 }
 
 /*
- * A kernel UDP socket in init_net bound to the wildcard address on @port (host order); the
+ * A kernel UDP socket in @net bound to the wildcard address on @port (host order); the
  * IPv6 one is v6-only so that an IPv4 socket can share the port, and accepts zero UDP
  * checksums (rdma_rxe sends them). udp_sock_create() is a static inline and its config has
- * bitfields, hence this forward.
+ * bitfields, hence this forward. Like every kernel socket it holds no reference on @net:
+ * its owner closes it before the namespace goes (see rrxe_register_pernet()).
  */
-int rrxe_udp_sock_create(bool ipv6, u16 port, struct socket **sockp)
+int rrxe_udp_sock_create(struct net *net, bool ipv6, u16 port, struct socket **sockp)
 {
 	struct udp_port_cfg cfg = {};
 
 	cfg.family = ipv6 ? AF_INET6 : AF_INET;
 	cfg.ipv6_v6only = ipv6;
 	cfg.local_udp_port = htons(port);
-	return udp_sock_create(&init_net, &cfg, sockp);
+	return udp_sock_create(net, &cfg, sockp);
 }
 
-int rrxe_setup_udp_tunnel_sock(struct socket *sock, int (*encap_rcv)(struct sock *, struct sk_buff *))
+int rrxe_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
+			       int (*encap_rcv)(struct sock *, struct sk_buff *))
 {
 	struct udp_tunnel_sock_cfg cfg = {};
 
 	cfg.encap_type = 1;
 	cfg.encap_rcv = encap_rcv;
-	setup_udp_tunnel_sock(&init_net, sock, &cfg);
+	setup_udp_tunnel_sock(net, sock, &cfg);
 	return 0;
+}
+
+/*
+ * Network namespace teardown: @exit runs for each namespace as it is dismantled, after its
+ * netdevs were unregistered or moved back to init_net (pernet subsystems exit after pernet
+ * devices), and for every namespace when unregistered. One registration per module.
+ */
+static void (*rrxe_net_exit_fn)(struct net *net);
+
+static void rrxe_net_exit(struct net *net)
+{
+	rrxe_net_exit_fn(net);
+}
+
+static struct pernet_operations rrxe_net_ops = {
+	.exit = rrxe_net_exit,
+};
+
+int rrxe_register_pernet(void (*exit)(struct net *net))
+{
+	rrxe_net_exit_fn = exit;
+	return register_pernet_subsys(&rrxe_net_ops);
+}
+
+void rrxe_unregister_pernet(void)
+{
+	unregister_pernet_subsys(&rrxe_net_ops);
 }
 
 struct net *rrxe_dev_net(const struct net_device *ndev)

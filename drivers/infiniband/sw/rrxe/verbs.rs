@@ -22,7 +22,7 @@ use crate::glue::rdma::link::{Devices, RdmaDriver};
 use crate::glue::rdma::object::{
     ibdev_print, CqHandle, PdId, PortEvent, QpHandle, SrqHandle, WorkCompletion, XrcdId,
 };
-use crate::glue::rdma::registry::{DeviceRegistry, NewDevice};
+use crate::glue::rdma::registry::{name_in_use, DeviceRegistry, NewDevice};
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::stats::CounterDescs;
@@ -81,9 +81,11 @@ impl RdmaDriver for Rrxe {
     }
 
     fn newlink(devices: Devices<'_, Self>, name: &CStr, netdev: &NetDevice) -> Result {
-        if !netdev.is_ethernet() {
+        // RoCEv2 packets are UDP datagrams: Ethernet carries them, and so does an L3-only
+        // netdev (tun), whose GIDs are its IP addresses as well.
+        if !netdev.is_ethernet() && !netdev.is_l3_only() {
             pr_err!(
-                "{}: not an Ethernet device; RoCE runs over Ethernet\n",
+                "{}: neither Ethernet nor L3-only (tun); RoCEv2 runs over one of them\n",
                 netdev.name()
             );
             return Err(eopnotsupp());
@@ -96,6 +98,10 @@ impl RdmaDriver for Rrxe {
                 netdev.name()
             );
             return Err(eopnotsupp());
+        }
+        if name_in_use(name) {
+            pr_err!("{}: an RDMA device of that name exists\n", name);
+            return Err(EEXIST);
         }
         let data = RrxeDevice::new(netdev)?;
         let new = NewDevice {
@@ -156,7 +162,19 @@ impl Driver for Rrxe {
 
     fn query_port(dev: &DeviceOf<Self>, port: u32, attr: &mut PortAttr) -> Result {
         *attr = dev.data().port_attributes(port)?;
-        dev.eth_speed(port, &mut attr.active_speed, &mut attr.active_width)
+        match dev.eth_speed(port, &mut attr.active_speed, &mut attr.active_width) {
+            // A netdev being unregistered is no longer the port's (see `netdev`), so the
+            // core has no speed for it; the port is down, and says so. Failing instead would
+            // make the core drop the PORT_ERR event of that moment (its cache task passes an
+            // event on only after a successful query), the event that tells user consumers
+            // to close their contexts, which the device's unregistration waits for.
+            Err(e) if e == ENODEV && !dev.data().netdev().is_registered() => {
+                attr.active_speed = b::ib_port_speed_IB_SPEED_SDR as u16;
+                attr.active_width = b::ib_port_width_IB_WIDTH_1X as u8;
+                Ok(())
+            }
+            result => result,
+        }
     }
 
     fn query_pkey(dev: &DeviceOf<Self>, port: u32, index: u16) -> Result<u16> {

@@ -5,8 +5,9 @@
 //!
 //! - [`RxBinding`]: a device's place on the port: while it exists, packets arriving over its
 //!   netdev go to its [`RxHandler`]. Bindings are found by netdev in the soft-RoCE receive
-//!   index, and hold the IPv4 and IPv6 UDP tunnel sockets of init_net open: the first
-//!   binding opens them, dropping the last closes them.
+//!   index, and hold the IPv4 and IPv6 UDP tunnel sockets of the netdev's network namespace
+//!   open: the first binding in a namespace opens them, dropping the last closes them, and
+//!   [`NetnsWatch`] closes them when the namespace is dismantled first.
 //! - RX: the sockets' `encap_rcv` runs in softirq, checks the IP and UDP lengths and the ICRC
 //!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
 //!   netdev it came in on.
@@ -508,11 +509,42 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
 
 type EncapRcv = unsafe extern "C" fn(*mut bindings::sock, *mut bindings::sk_buff) -> c_int;
 
-struct TunnelState {
+/// The RoCEv2 sockets of one network namespace, open while a device there uses them.
+struct NetSockets {
+    /// The namespace (`struct net` address). Kernel sockets hold no reference on their
+    /// namespace, so the entry leaves the table in the namespace's exit ([`net_exit`]) at the
+    /// latest, closing the sockets: a device still being unregistered then finds it gone.
+    net: usize,
+    /// This opening, unique for the module's life: a namespace allocated later at the same
+    /// address is another entry, never reached by an older [`TunnelRef`].
+    id: u64,
     users: usize,
     sk4: *mut bindings::socket,
     /// Null when IPv6 is not available.
     sk6: *mut bindings::socket,
+}
+
+struct TunnelState {
+    /// Free slots are `None`; the table gives its memory back when the last entry goes.
+    nets: KVec<Option<NetSockets>>,
+    next_id: u64,
+}
+
+impl TunnelState {
+    fn slot_of(&mut self, pred: impl Fn(&NetSockets) -> bool) -> Option<&mut Option<NetSockets>> {
+        self.nets
+            .iter_mut()
+            .find(|e| matches!(e, Some(e) if pred(e)))
+    }
+
+    /// Takes the entry `pred` picks out of the table.
+    fn take(&mut self, pred: impl Fn(&NetSockets) -> bool) -> Option<NetSockets> {
+        let taken = self.slot_of(pred)?.take();
+        if self.nets.iter().all(Option::is_none) {
+            self.nets = KVec::new();
+        }
+        taken
+    }
 }
 
 /// The tunnel state behind the C mutex `rrxe_tunnel_mutex` (a sleeping lock: sockets are
@@ -523,9 +555,8 @@ struct TunnelCell(UnsafeCell<TunnelState>);
 unsafe impl Sync for TunnelCell {}
 
 static TUNNEL: TunnelCell = TunnelCell(UnsafeCell::new(TunnelState {
-    users: 0,
-    sk4: ptr::null_mut(),
-    sk6: ptr::null_mut(),
+    nets: KVec::new(),
+    next_id: 1,
 }));
 
 struct TunnelGuard(PhantomData<*mut ()>);
@@ -560,17 +591,26 @@ impl Drop for TunnelGuard {
     }
 }
 
-/// Opens one tunnel socket.
-fn open_socket(ipv6: bool, encap: EncapRcv) -> Result<*mut bindings::socket> {
+/// Opens one tunnel socket in `net`.
+///
+/// # Safety
+///
+/// `net` must be a live namespace, for which [`net_exit`] has not run.
+unsafe fn open_socket(
+    net: *mut bindings::net,
+    ipv6: bool,
+    encap: EncapRcv,
+) -> Result<*mut bindings::socket> {
     let mut sock = ptr::null_mut();
-    // SAFETY: `sock` is a valid out pointer; process context.
+    // SAFETY: `net` is live (function contract), `sock` a valid out pointer; process context.
     to_result(unsafe {
-        bindings::rrxe_udp_sock_create(ipv6, bindings::RRXE_ROCE_V2_UDP_DPORT, &mut sock)
+        bindings::rrxe_udp_sock_create(net, ipv6, bindings::RRXE_ROCE_V2_UDP_DPORT, &mut sock)
     })?;
-    // SAFETY: `sock` is the UDP socket just created; `encap` stays valid while the module is
-    // loaded, and the socket is released (see `close_socket`) before the module goes away,
-    // since every `TunnelRef` is dropped before then.
-    unsafe { bindings::rrxe_setup_udp_tunnel_sock(sock, Some(encap)) };
+    // SAFETY: `sock` is the UDP socket just created in `net`; `encap` stays valid while the
+    // module is loaded, and the socket is released (see `close_socket`) before the module
+    // goes away: every `TunnelRef` is dropped before then, and unregistering the namespace
+    // watch closes whatever is left.
+    unsafe { bindings::rrxe_setup_udp_tunnel_sock(net, sock, Some(encap)) };
     Ok(sock)
 }
 
@@ -585,45 +625,118 @@ unsafe fn close_socket(sock: *mut bindings::socket) {
     unsafe { bindings::udp_tunnel_sock_release(sock) };
 }
 
-/// A reference to the RoCEv2 UDP sockets (port 4791, IPv4 and IPv6, in init_net).
+/// Opens the IPv4 and (if the kernel has it) IPv6 sockets of `net`.
 ///
-/// The first reference opens the sockets, the last one closes them; while any is held,
-/// packets arriving on the port go to the receive index.
+/// # Safety
 ///
-/// It is `Send` and `Sync` (a count in a mutex-protected static); dropping it may sleep.
+/// As for [`open_socket`].
+unsafe fn open_sockets(
+    net: *mut bindings::net,
+) -> Result<(*mut bindings::socket, *mut bindings::socket)> {
+    let encap: EncapRcv = encap_rcv;
+    // SAFETY: per the function contract.
+    let sk4 = unsafe { open_socket(net, false, encap) }?;
+    // SAFETY: as above.
+    match unsafe { open_socket(net, true, encap) } {
+        Ok(sk6) => Ok((sk4, sk6)),
+        Err(e) if e.to_errno() == -bindings::RRXE_EAFNOSUPPORT => {
+            pr_warn!("IPv6 is not available; RoCEv2 over IPv4 only\n");
+            Ok((sk4, ptr::null_mut()))
+        }
+        Err(e) => {
+            // SAFETY: opened above, not published.
+            unsafe { close_socket(sk4) };
+            synchronize_rcu();
+            Err(e)
+        }
+    }
+}
+
+impl NetSockets {
+    /// Closes the sockets, out of the table; process context (sleeps).
+    ///
+    /// No `encap_rcv` runs once this returns: `udp_tunnel_sock_release` waits for a grace
+    /// period and then unhashes the socket, but a receiver that looked the socket up before
+    /// the unhash (in an RCU read-side section) may still call `encap_rcv` on it after the
+    /// release returned (the socket itself is RCU-freed, so that is memory safe). A second
+    /// grace period after the release waits such receivers out, so that the caller (device
+    /// teardown, ultimately module exit) may free what the handler uses.
+    fn close(self, why: &str) {
+        if !self.sk6.is_null() {
+            // SAFETY: opened by `open_sockets`; the entry, out of the table, was its owner.
+            unsafe { close_socket(self.sk6) };
+        }
+        // SAFETY: as above.
+        unsafe { close_socket(self.sk4) };
+        synchronize_rcu();
+        let s = COUNTERS.snapshot();
+        pr_info!(
+            "RoCEv2 UDP port {} closed ({}); rx {} (bad icrc {}, truncated {}, malformed {}, nomem {}, no device {}), tx {} (errors {})\n",
+            bindings::RRXE_ROCE_V2_UDP_DPORT,
+            why,
+            s.rx_packets,
+            s.rx_bad_icrc,
+            s.rx_truncated,
+            s.rx_malformed,
+            s.rx_nomem,
+            s.rx_no_device,
+            s.tx_packets,
+            s.tx_errors
+        );
+    }
+}
+
+/// A reference to the RoCEv2 UDP sockets (port 4791, IPv4 and IPv6) of one network
+/// namespace.
+///
+/// The first reference in a namespace opens its sockets, the last one closes them; while
+/// any is held, packets arriving on the port in that namespace go to the receive index.
+/// A namespace that is dismantled closes its sockets first ([`net_exit`]); references left
+/// then (devices still unregistering) hold nothing.
+///
+/// It is `Send` and `Sync` (a number; the state is in a mutex-protected static); dropping
+/// it may sleep.
 struct TunnelRef {
-    _private: (),
+    id: u64,
 }
 
 impl TunnelRef {
-    /// Takes a reference, opening the sockets if there were none; process context.
+    /// Takes a reference on the sockets of `net`, opening them if there were none; process
+    /// context.
     ///
-    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port.
-    fn acquire() -> Result<Self> {
-        let encap: EncapRcv = encap_rcv;
+    /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port there.
+    ///
+    /// # Safety
+    ///
+    /// `net` must be a live namespace, for which [`net_exit`] has not run.
+    unsafe fn acquire(net: *mut bindings::net) -> Result<Self> {
+        let key = net as usize;
         let mut state = TUNNEL.lock();
-        if state.users > 0 {
-            state.users += 1;
-            return Ok(Self { _private: () });
+        if let Some(Some(e)) = state.slot_of(|e| e.net == key) {
+            e.users += 1;
+            return Ok(Self { id: e.id });
         }
-        let sk4 = open_socket(false, encap)?;
-        let sk6 = match open_socket(true, encap) {
-            Ok(sk6) => sk6,
-            Err(e) if e.to_errno() == -bindings::RRXE_EAFNOSUPPORT => {
-                pr_warn!("IPv6 is not available; RoCEv2 over IPv4 only\n");
-                ptr::null_mut()
-            }
-            Err(e) => {
-                // SAFETY: opened above, not published.
-                unsafe { close_socket(sk4) };
-                synchronize_rcu();
-                return Err(e);
-            }
+        // Room first, so that sockets once open always find their slot.
+        if !state.nets.iter().any(Option::is_none) {
+            state.nets.reserve(1, GFP_KERNEL)?;
+        }
+        // SAFETY: per the function contract.
+        let (sk4, sk6) = unsafe { open_sockets(net) }?;
+        let id = state.next_id;
+        state.next_id += 1;
+        let entry = NetSockets {
+            net: key,
+            id,
+            users: 1,
+            sk4,
+            sk6,
         };
-        state.sk4 = sk4;
-        state.sk6 = sk6;
-        state.users = 1;
-        Ok(Self { _private: () })
+        match state.nets.iter_mut().find(|e| e.is_none()) {
+            Some(free) => *free = Some(entry),
+            // Cannot fail: capacity was reserved above.
+            None => state.nets.push(Some(entry), GFP_KERNEL)?,
+        }
+        Ok(Self { id })
     }
 }
 
@@ -635,42 +748,59 @@ fn synchronize_rcu() {
 }
 
 impl Drop for TunnelRef {
-    /// Closes the sockets with the last reference; process context (sleeps).
-    ///
-    /// No `encap_rcv` runs once this returns: `udp_tunnel_sock_release` waits for a grace
-    /// period and then unhashes the socket, but a receiver that looked the socket up before
-    /// the unhash (in an RCU read-side section) may still call `encap_rcv` on it after the
-    /// release returned (the socket itself is RCU-freed, so that is memory safe). A second
-    /// grace period after the release waits such receivers out, so that the caller (device
-    /// teardown, ultimately module exit) may free what the handler uses.
+    /// Closes the namespace's sockets with its last reference; process context (sleeps).
     fn drop(&mut self) {
         let mut state = TUNNEL.lock();
-        state.users -= 1;
-        if state.users > 0 {
+        let id = self.id;
+        let Some(Some(e)) = state.slot_of(|e| e.id == id) else {
+            // The namespace was dismantled and closed them.
+            return;
+        };
+        e.users -= 1;
+        if e.users > 0 {
             return;
         }
-        let sk4 = core::mem::take(&mut state.sk4);
-        let sk6 = core::mem::take(&mut state.sk6);
-        if !sk6.is_null() {
-            // SAFETY: opened by `acquire`, taken out of the state above.
-            unsafe { close_socket(sk6) };
+        if let Some(e) = state.take(|e| e.id == id) {
+            e.close("last device");
         }
-        // SAFETY: as above.
-        unsafe { close_socket(sk4) };
-        synchronize_rcu();
-        let s = COUNTERS.snapshot();
-        pr_info!(
-            "RoCEv2 UDP port {} closed; rx {} (bad icrc {}, truncated {}, malformed {}, nomem {}, no device {}), tx {} (errors {})\n",
-            bindings::RRXE_ROCE_V2_UDP_DPORT,
-            s.rx_packets,
-            s.rx_bad_icrc,
-            s.rx_truncated,
-            s.rx_malformed,
-            s.rx_nomem,
-            s.rx_no_device,
-            s.tx_packets,
-            s.tx_errors
-        );
+    }
+}
+
+/// Closes the sockets of a namespace being dismantled, if a device still holds them.
+///
+/// # Safety
+///
+/// Called by the namespace code, process context, with a namespace whose netdevs are gone.
+unsafe extern "C" fn net_exit(net: *mut bindings::net) {
+    let key = net as usize;
+    let taken = TUNNEL.lock().take(|e| e.net == key);
+    if let Some(e) = taken {
+        e.close("namespace dismantled");
+    }
+}
+
+/// The watch over network namespaces that closes a dying namespace's sockets (see
+/// [`NetSockets`]); one per module, registered before any device can be added and
+/// dropped after the last is gone.
+pub(crate) struct NetnsWatch {
+    _private: (),
+}
+
+impl NetnsWatch {
+    /// Registers the watch; process context.
+    pub(crate) fn register() -> Result<Self> {
+        // SAFETY: `net_exit` stays valid while the module is loaded, and `drop` unregisters
+        // it before then; the module makes one watch (a field of the module object).
+        to_result(unsafe { bindings::rrxe_register_pernet(Some(net_exit)) })?;
+        Ok(Self { _private: () })
+    }
+}
+
+impl Drop for NetnsWatch {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`. Unregistering runs `net_exit` for every live
+        // namespace, closing whatever a device left open.
+        unsafe { bindings::rrxe_unregister_pernet() };
     }
 }
 
@@ -1003,7 +1133,9 @@ impl RxBinding {
     /// Fails with `EADDRINUSE` if something else (e.g. rdma_rxe) has the port, and with
     /// `EEXIST` if the netdev has a handler already.
     pub(crate) fn bind<H: RxHandler>(netdev: &NetDevice, handler: Arc<H>) -> Result<Self> {
-        let tunnel = TunnelRef::acquire()?;
+        // SAFETY: the netdev is live, so its namespace is: a namespace is dismantled only
+        // after its netdevs are gone.
+        let tunnel = unsafe { TunnelRef::acquire(bindings::rrxe_dev_net(netdev.as_raw())) }?;
         let key = netdev.as_raw() as usize;
         let data = Arc::into_raw(handler).cast::<c_void>();
         let entry = IndexEntry {

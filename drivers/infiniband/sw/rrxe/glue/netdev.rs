@@ -89,6 +89,13 @@ impl NetDevice {
         u32::from(unsafe { (*self.0.get()).type_ }) == bindings::RRXE_ARPHRD_ETHER
     }
 
+    /// Whether this is an L3-only device (a tun device): no link-layer header and no
+    /// address. RoCEv2 packets are UDP datagrams, which such a device carries as they are.
+    pub(crate) fn is_l3_only(&self) -> bool {
+        // SAFETY: as for `is_ethernet`.
+        u32::from(unsafe { (*self.0.get()).type_ }) == bindings::RRXE_ARPHRD_NONE
+    }
+
     /// Whether this is a VLAN device stacked on another netdev.
     pub(crate) fn is_vlan(&self) -> bool {
         // SAFETY: the net_device is live.
@@ -113,6 +120,20 @@ impl NetDevice {
                 core::ptr::copy_nonoverlapping((*dev).dev_addr, mac.as_mut_ptr(), 6);
             }
         }
+        mac
+    }
+
+    /// The Ethernet address or, on a device without one (L3-only), a random locally
+    /// administered unicast address, new at each call: what a device's GUID is made from.
+    pub(crate) fn mac_or_random(&self) -> [u8; 6] {
+        if self.is_ethernet() {
+            return self.mac();
+        }
+        let mut mac = [0u8; 6];
+        // SAFETY: `mac` is 6 writable bytes.
+        unsafe { bindings::get_random_bytes(mac.as_mut_ptr().cast(), mac.len()) };
+        // IEEE 802: bit 0 of the first octet is multicast, bit 1 locally administered.
+        mac[0] = (mac[0] & !1) | 2;
         mac
     }
 

@@ -276,3 +276,23 @@ impl<T: Driver> PinnedDrop for DeviceRegistry<T> {
         self.unregister_all();
     }
 }
+
+/// Whether an RDMA device (of any driver) is named `name`.
+///
+/// The core refuses a second device of a name with `ENFILE` ("too many open files"), which
+/// tells a user nothing: `rdma link add` asks first, to say what is wrong. A device named
+/// between the question and the registration still gets the core's answer.
+pub(crate) fn name_in_use(name: &CStr) -> bool {
+    // SAFETY: `name` is NUL-terminated; a device found comes with a reference, put at once.
+    unsafe {
+        let dev = bindings::ib_device_get_by_name(
+            name.as_char_ptr(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        );
+        if dev.is_null() {
+            return false;
+        }
+        bindings::ib_device_put(dev);
+        true
+    }
+}
