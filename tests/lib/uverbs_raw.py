@@ -14,7 +14,8 @@ still gives the Context, PDs, MRs and CQs (handle_of() finds their uverbs handle
 polls the CQs.
 
 Used by tests/vm/xrc.py, xrc_data.py, xrc_seed.py and rings.py, which import it as they
-import tap.py (tests/lib on sys.path). Nothing here imports pyverbs.
+import tap.py (tests/lib on sys.path); qp.py and netns_hold.py take async_event_fds() from
+it. Nothing here imports pyverbs.
 """
 import ctypes
 import json
@@ -571,6 +572,18 @@ def no_completion(cq, what, wait=0.3):
 
 
 # --- restrack (rdma resource show) ---
+
+
+def async_event_fds():
+    """This process's uverbs async event fds (pyverbs does not expose a context's)."""
+    fds = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
+                fds.add(int(fd))
+        except OSError:  # the fd listdir itself used
+            pass
+    return fds
 
 
 def restrack(dev, kind, user_only=False):

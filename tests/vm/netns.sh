@@ -178,6 +178,30 @@ check "one socket per family in $N1 for both" socks_are "$N1" 2
 check "tun: rping -C 3 -V to the device's own address (rdma_cm, loopback)" \
 	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 3 -V -p 18930 >$LOG/tun.server 2>&1 &
 		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 3 -V -p 18930 && wait"
+# The port's data counters (PerfMgmt PortCountersExtended, behind sysfs `counters/`, and
+# sent_bytes/rcvd_bytes in rdma statistic): a loopback exchange sends what it receives.
+C=$SYS/nst/ports/1/counters
+stat_of() { # DEV NAME: a counter of rdma statistic
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" '$0 == n { getline; print; exit }'
+}
+read_data() { read -r xd <"$C/port_xmit_data" && read -r rd <"$C/port_rcv_data" &&
+	read -r xp <"$C/port_xmit_packets" && read -r rp <"$C/port_rcv_packets"; }
+check "nst has the extended PerfMgmt counters in sysfs" \
+	test -r "$C/port_xmit_data" -a -r "$C/unicast_xmit_packets" -a -r "$C/multicast_rcv_packets"
+read_data
+xd0=$xd rd0=$rd xp0=$xp rp0=$rp
+check "tun: rping -C 5 -V to its own address again" \
+	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 5 -V -p 18931 >$LOG/tun2.server 2>&1 &
+		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 5 -V -p 18931 && wait"
+read_data
+echo "# port_xmit_data +$((xd - xd0)) port_rcv_data +$((rd - rd0)) (4-octet words), packets +$((xp - xp0)) +$((rp - rp0))"
+check "port_xmit_data moved" test "$((xd - xd0))" -gt 0
+check "port_xmit_data and port_rcv_data moved alike" test "$((xd - xd0))" -eq "$((rd - rd0))"
+check "port_xmit_packets and port_rcv_packets moved alike" test "$((xp - xp0))" -eq "$((rp - rp0))"
+sb=$(stat_of nst sent_bytes) rb=$(stat_of nst rcvd_bytes)
+read_data
+check "rdma statistic: sent_bytes / 4 is port_xmit_data ($sb, $xd)" test "$((sb / 4))" -eq "$xd"
+check "rdma statistic: rcvd_bytes / 4 is port_rcv_data ($rb, $rd)" test "$((rb / 4))" -eq "$rd"
 check "rdma link delete nsu" rdma link delete nsu
 check "$N1's sockets stay while nst exists" socks_are "$N1" 2
 ip -n "$N1" link del nst0

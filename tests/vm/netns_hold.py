@@ -28,29 +28,20 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
+from uverbs_raw import async_event_fds  # noqa: E402 - tests/lib, found through the line above
+
 PSN = 0x4e4e
 MSG = 256
 N = 10
 WAIT = 120.0  # seconds for the port events after "ready"
 
 
-def event_fds():
-    """This process's async event fds (pyverbs does not expose a context's)."""
-    fds = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
-                fds.add(int(fd))
-        except OSError:  # the fd listdir itself used
-            pass
-    return fds
-
-
 class Side:
     def __init__(self, name, gid):
-        before = event_fds()
+        before = async_event_fds()
         self.ctx = Context(name=name)
-        (self.event_fd,) = event_fds() - before
+        (self.event_fd,) = async_event_fds() - before
         self.gid_index = gid
         self.gid = self.ctx.query_gid(1, gid)
         self.pd = PD(self.ctx)

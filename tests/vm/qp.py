@@ -30,6 +30,7 @@ import pyverbs.enums as e
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "lib"))
 import tap  # noqa: E402 - tests/lib, found through the line above
 from tap import report, test  # noqa: E402
+from uverbs_raw import async_event_fds  # noqa: E402
 
 DEV = os.environ.get("RRXE_DEV", "rrxe0")
 GID = int(os.environ.get("RRXE_GID", "1"))
@@ -136,13 +137,7 @@ def rdma(p, opcode, offset=0, length=64):
 
 def async_event(want, timeout=5.0):
     """Waits for an async event of type `want` on the context; returns the types seen."""
-    fds = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
-                fds.append(int(fd))
-        except OSError:  # the fd listdir itself used
-            pass
+    fds = list(async_event_fds())
     seen = []
     end = time.monotonic() + timeout
     while want not in seen and time.monotonic() < end:

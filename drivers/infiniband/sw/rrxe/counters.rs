@@ -5,6 +5,7 @@
 
 use crate::glue::net;
 use crate::glue::stats::{CounterDescs, CounterNames};
+use crate::transport::pma::PortTraffic;
 use crate::transport::qp::stats::{QpStats, TransportEvent};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
@@ -17,15 +18,21 @@ const MEM_COUNTERS: usize = 3;
 
 /// Multicast counters, after the memory ones in [`NAMES`].
 const MCAST_COUNTERS: usize = 4;
-/// XRC counters, last in [`NAMES`].
+/// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
+/// The port's data counters, last in [`NAMES`].
+const DATA_COUNTERS: usize = 2;
 
 /// The counters' names, in the order [`Counters::read`] fills them. The `wire_*` ones count
 /// packets dropped before they could be matched to a device (bad ICRC, truncated or
 /// malformed IP/UDP, no device on the netdev): they are the same on every rrxe device.
 /// All the counters.
-const COUNT: usize =
-    PORT_COUNTERS + TransportEvent::COUNT + MEM_COUNTERS + MCAST_COUNTERS + XRC_COUNTERS;
+const COUNT: usize = PORT_COUNTERS
+    + TransportEvent::COUNT
+    + MEM_COUNTERS
+    + MCAST_COUNTERS
+    + XRC_COUNTERS
+    + DATA_COUNTERS;
 
 static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("sent_pkts"),
@@ -79,8 +86,12 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("mcast_pkts_rcvd"),
     c_str!("rcvd_mcast_no_group"),
     c_str!("mcast_copy_failures"),
-    // XRC, last.
+    // XRC.
     c_str!("xrc_completions_dropped"),
+    // The port's data, last: octets of the packets sent and received, BTH through ICRC
+    // (the PerfMgmt PortXmitData and PortRcvData times four; see `transport::pma`).
+    c_str!("sent_bytes"),
+    c_str!("rcvd_bytes"),
 ]);
 
 /// The counter names for the RDMA core.
@@ -146,6 +157,14 @@ pub(crate) struct Counters {
     /// Receive completions of an XRC target whose XRC SRQ was destroyed before they were
     /// delivered (the WQE went with the SRQ).
     pub(crate) xrc_completions_dropped: Counter,
+    /// Octets of the packets in `sent_pkts`, BTH through ICRC.
+    pub(crate) sent_octets: Counter,
+    /// Valid packets that arrived for the port, whatever became of them after.
+    pub(crate) port_rcvd_pkts: Counter,
+    /// Of those, the ones for a multicast GID.
+    pub(crate) port_rcvd_mcast_pkts: Counter,
+    /// Octets of the packets in `port_rcvd_pkts`, BTH through ICRC.
+    pub(crate) rcvd_octets: Counter,
 }
 
 impl Counters {
@@ -156,6 +175,18 @@ impl Counters {
             if n != 0 {
                 c.add(u64::from(n));
             }
+        }
+    }
+
+    /// What the port has moved, for its Performance Management Agent.
+    pub(crate) fn port_traffic(&self) -> PortTraffic {
+        PortTraffic {
+            xmit_octets: self.sent_octets.get(),
+            rcv_octets: self.rcvd_octets.get(),
+            xmit_pkts: self.sent_pkts.get(),
+            rcv_pkts: self.port_rcvd_pkts.get(),
+            mcast_xmit_pkts: self.mcast_sent_pkts.get(),
+            mcast_rcv_pkts: self.port_rcvd_mcast_pkts.get(),
         }
     }
 
@@ -189,12 +220,14 @@ impl Counters {
             self.mcast_copy_failures.get(),
         ];
         let xrc = [self.xrc_completions_dropped.get()];
+        let data = [self.sent_octets.get(), self.rcvd_octets.get()];
         for (v, a) in values.iter_mut().zip(
             port.into_iter()
                 .chain(transport)
                 .chain(mem)
                 .chain(mcast)
-                .chain(xrc),
+                .chain(xrc)
+                .chain(data),
         ) {
             *v = a;
         }

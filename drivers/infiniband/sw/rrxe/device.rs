@@ -16,6 +16,7 @@ use crate::qp::object::{QpTable, PORT};
 use crate::quota::Quotas;
 use crate::shared::DeviceShared;
 use crate::srq;
+use crate::transport::icrc::ICRC_LEN;
 use crate::transport::qp::context::MAX_RD_ATOMIC;
 
 /// Automatic path migration (IBA 17.2.8), claimed only where the RDMA core lets a RoCE QP
@@ -54,7 +55,13 @@ impl RxHandler for DeviceCore {
             return;
         };
         let qpn = u32::from_be_bytes([0, q0, q1, q2]);
+        let counters = &self.shared.counters;
+        counters.port_rcvd_pkts.inc();
+        counters
+            .rcvd_octets
+            .add((pkt.payload().len() + ICRC_LEN) as u64);
         if qpn == MULTICAST_QPN {
+            counters.port_rcvd_mcast_pkts.inc();
             self.mcast.deliver(&self.qps, &self.shared, pkt);
         } else {
             self.qps.deliver(&self.shared, qpn, pkt);

@@ -33,6 +33,7 @@ use crate::params;
 use crate::qp::object::{self as qp, RrxeQp, PORT};
 use crate::quota::Charge;
 use crate::srq::{self, RrxeSrq};
+use crate::transport::pma::{self, MadAnswer, MAD_SIZE};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -199,6 +200,19 @@ impl Driver for Rrxe {
 
     fn read_counters(dev: &DeviceOf<Self>, values: &mut [u64]) {
         dev.data().shared().counters.read(values);
+    }
+
+    fn answer_mad(
+        dev: &DeviceOf<Self>,
+        port: u32,
+        request: &[u8; MAD_SIZE],
+        response: &mut [u8; MAD_SIZE],
+    ) -> MadAnswer {
+        let Ok(port) = u8::try_from(port) else {
+            return MadAnswer::NotMine;
+        };
+        let traffic = dev.data().shared().counters.port_traffic();
+        pma::answer(request, port, &traffic, response)
     }
 
     fn alloc_ucontext(_dev: &DeviceOf<Self>) -> Result<RrxeUContext> {

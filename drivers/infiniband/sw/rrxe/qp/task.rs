@@ -265,6 +265,7 @@ fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
     match result {
         Ok(()) => {
             dev.counters.sent_pkts.inc();
+            dev.counters.sent_octets.add(pkt.len() as u64);
             if path.dst.is_multicast() {
                 dev.counters.mcast_sent_pkts.inc();
             }

@@ -15,6 +15,7 @@ pub mod headers;
 pub mod icrc;
 pub mod opcode;
 pub mod packet;
+pub mod pma;
 pub mod psn;
 pub mod qp;
 pub mod region;

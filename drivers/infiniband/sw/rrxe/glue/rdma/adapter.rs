@@ -21,6 +21,7 @@ use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle, XrcdId}
 use super::registry::DeviceRegistry;
 use super::udata::UData;
 use super::wr::{RecvWr, RegWr, SendWr, UdTarget};
+use crate::transport::pma::{MadAnswer, MAD_SIZE};
 use crate::transport::qp::state::QpType;
 use core::ffi::c_int;
 use core::marker::PhantomData;
@@ -34,6 +35,9 @@ use kernel::types::{ARef, Opaque};
 /// The trampolines of driver `T`.
 pub(crate) struct Adapter<T>(PhantomData<T>);
 
+// `process_mad` reads and writes whole `struct ib_mad`s as byte arrays.
+const _: () = assert!(size_of::<bindings::ib_mad>() == MAD_SIZE);
+
 impl<T: Driver> Adapter<T> {
     /// The ops table of `T`'s devices. `owner` is the module's, set at registration.
     pub(crate) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
@@ -45,6 +49,11 @@ impl<T: Driver> Adapter<T> {
         get_port_immutable: Some(Self::get_port_immutable),
         get_link_layer: Some(Self::get_link_layer),
         get_netdev: Some(Self::get_netdev),
+        process_mad: if T::HAS_ANSWER_MAD {
+            Some(Self::process_mad)
+        } else {
+            None
+        },
         alloc_ucontext: Some(Self::alloc_ucontext),
         dealloc_ucontext: Some(Self::dealloc_ucontext),
         mmap: Some(Self::mmap),
@@ -256,6 +265,53 @@ impl<T: Driver> Adapter<T> {
         let dev = unsafe { Self::dev(ibdev) };
         // The caller owns the reference we return (it calls dev_put).
         T::netdev(dev, port).map_or(ptr::null_mut(), |n| ARef::into_raw(n).as_ptr().cast())
+    }
+
+    /// # Safety
+    ///
+    /// See [`Self::query_device`]; the MAD pointers are null or point at MADs of at least
+    /// `*out_mad_size` bytes (output) and of the size the MAD layer receives (input).
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn process_mad(
+        ibdev: *mut bindings::ib_device,
+        _flags: c_int,
+        port: u32,
+        in_wc: *const bindings::ib_wc,
+        _in_grh: *const bindings::ib_grh,
+        in_mad: *const bindings::ib_mad,
+        out_mad: *mut bindings::ib_mad,
+        out_mad_size: *mut usize,
+        _out_mad_pkey_index: *mut u16,
+    ) -> c_int {
+        const PASS: c_int = bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS as c_int;
+        const REPLY: c_int = PASS | bindings::ib_mad_result_IB_MAD_RESULT_REPLY as c_int;
+        // MADs that arrived on the GSI QP (with a work completion: CM, and anyone's
+        // PerfMgmt queries) are the MAD layer's to dispatch; only the core's own queries
+        // about the port are answered here.
+        if !in_wc.is_null() || in_mad.is_null() || out_mad.is_null() || out_mad_size.is_null() {
+            return PASS;
+        }
+        // SAFETY: per the function's contract, `out_mad_size` is valid.
+        if unsafe { *out_mad_size } < MAD_SIZE {
+            return PASS;
+        }
+        // SAFETY: see the function's contract; a local query's MAD is a `struct ib_mad`,
+        // `MAD_SIZE` bytes, as is the output, which the core allocated apart.
+        let (dev, request, response) = unsafe {
+            (
+                Self::dev(ibdev),
+                &*in_mad.cast::<[u8; MAD_SIZE]>(),
+                &mut *out_mad.cast::<[u8; MAD_SIZE]>(),
+            )
+        };
+        match T::answer_mad(dev, port, request, response) {
+            MadAnswer::NotMine => PASS,
+            MadAnswer::Reply => {
+                // SAFETY: checked non-null above.
+                unsafe { *out_mad_size = MAD_SIZE };
+                REPLY
+            }
+        }
     }
 
     /// # Safety

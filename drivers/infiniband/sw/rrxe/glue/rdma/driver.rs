@@ -16,6 +16,7 @@ use super::attr::{
 use super::object::{CqHandle, Device, Object, PdId, QpHandle, SrqHandle, WorkCompletion, XrcdId};
 use super::udata::UData;
 use super::wr::{RecvWr, SendWr};
+use crate::transport::pma::{MadAnswer, MAD_SIZE};
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
 use kernel::types::ARef;
@@ -86,6 +87,18 @@ pub(crate) trait Driver: Sized + 'static {
     fn netdev(dev: &DeviceOf<Self>, port: u32) -> Option<ARef<NetDevice>>;
     /// Reads the port counters, in the order of [`Driver::COUNTERS`].
     fn read_counters(dev: &DeviceOf<Self>, values: &mut [u64]);
+    /// Answers a management datagram the core asks `port` about itself (no wire involved:
+    /// the core's PerfMgmt queries behind the port's `counters/` in sysfs). A driver that
+    /// implements it gets those counters.
+    fn answer_mad(
+        dev: &DeviceOf<Self>,
+        port: u32,
+        request: &[u8; MAD_SIZE],
+        response: &mut [u8; MAD_SIZE],
+    ) -> MadAnswer {
+        let _ = (dev, port, request, response);
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates the state of a new user context.
     fn alloc_ucontext(dev: &DeviceOf<Self>) -> Result<Self::UContext>;
