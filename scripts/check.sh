@@ -157,8 +157,8 @@ if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 	if step "release kernel built" "$results/kernel-release.log" scripts/kernel.sh build release &&
 		step "rrxe.ko builds for the release kernel" "$results/module-release.log" \
 			make --no-print-directory module VARIANT=release; then
-		vm_boot release release "interoperability with rdma_rxe, rdma-core's test suite" \
-			tests/vm/release-a.sh tests/vm/interop-peer.sh
+		vm_boot release release "interoperability with rdma_rxe, rdma-core's test suite, rrxe in network namespaces" \
+			tests/vm/release-a.sh tests/vm/release-b.sh
 		grep -h '^# suite on' "$results/release/a.out" 2>/dev/null | sed 's/^# /rdma-core /'
 	fi
 else

@@ -5,9 +5,10 @@
 # ib_write_bw over IPv4 and IPv6; the RoCEv2 sockets (UDP 4791) of each namespace open with
 # its first device and close with its last, leaving init_net's alone; a netdev unregistered
 # under a device; a namespace deleted under devices with live QPs and open user contexts;
-# devices on tun devices; the RDMA core's exclusive netns mode.
-# Nothing may splat or leak (the debug kernel's KASAN, lockdep and kmemleak; the harness
-# checks the logs after the boot).
+# devices on tun devices, and the port's data counters; the RDMA core's exclusive netns
+# mode. Nothing may splat or leak (the harness checks the logs after the boot; the debug
+# kernel's KASAN, lockdep and kmemleak in make soak, side-b.sh; make check runs it on the
+# release kernel, release-b.sh).
 #   scripts/vm.sh --variant debug --module drivers/infiniband/sw/rrxe/rrxe.ko --cmd tests/vm/netns.sh
 set -u
 here=$(dirname "$0")
