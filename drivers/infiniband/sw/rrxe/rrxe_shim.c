@@ -391,20 +391,11 @@ int rrxe_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
  * netdevs were unregistered or moved back to init_net (pernet subsystems exit after pernet
  * devices), and for every namespace when unregistered. One registration per module.
  */
-static void (*rrxe_net_exit_fn)(struct net *net);
-
-static void rrxe_net_exit(struct net *net)
-{
-	rrxe_net_exit_fn(net);
-}
-
-static struct pernet_operations rrxe_net_ops = {
-	.exit = rrxe_net_exit,
-};
+static struct pernet_operations rrxe_net_ops;
 
 int rrxe_register_pernet(void (*exit)(struct net *net))
 {
-	rrxe_net_exit_fn = exit;
+	rrxe_net_ops.exit = exit;
 	return register_pernet_subsys(&rrxe_net_ops);
 }
 

@@ -531,15 +531,18 @@ struct TunnelState {
 }
 
 impl TunnelState {
-    fn slot_of(&mut self, pred: impl Fn(&NetSockets) -> bool) -> Option<&mut Option<NetSockets>> {
-        self.nets
-            .iter_mut()
-            .find(|e| matches!(e, Some(e) if pred(e)))
+    /// The entry `pred` picks.
+    fn find(&mut self, pred: impl Fn(&NetSockets) -> bool) -> Option<&mut NetSockets> {
+        self.nets.iter_mut().flatten().find(|e| pred(e))
     }
 
     /// Takes the entry `pred` picks out of the table.
     fn take(&mut self, pred: impl Fn(&NetSockets) -> bool) -> Option<NetSockets> {
-        let taken = self.slot_of(pred)?.take();
+        let taken = self
+            .nets
+            .iter_mut()
+            .find(|e| matches!(e, Some(e) if pred(e)))?
+            .take();
         if self.nets.iter().all(Option::is_none) {
             self.nets = KVec::new();
         }
@@ -712,7 +715,7 @@ impl TunnelRef {
     unsafe fn acquire(net: *mut bindings::net) -> Result<Self> {
         let key = net as usize;
         let mut state = TUNNEL.lock();
-        if let Some(Some(e)) = state.slot_of(|e| e.net == key) {
+        if let Some(e) = state.find(|e| e.net == key) {
             e.users += 1;
             return Ok(Self { id: e.id });
         }
@@ -752,7 +755,7 @@ impl Drop for TunnelRef {
     fn drop(&mut self) {
         let mut state = TUNNEL.lock();
         let id = self.id;
-        let Some(Some(e)) = state.slot_of(|e| e.id == id) else {
+        let Some(e) = state.find(|e| e.id == id) else {
             // The namespace was dismantled and closed them.
             return;
         };
