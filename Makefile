@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module run check soak bench test-host lint clean
+.PHONY: all deps kernel module kselftest run check soak bench test-host lint clean
 
 all: module
 
@@ -28,6 +28,11 @@ module: kernel
 	@if [ -f .module-kdir ] && [ "$$(cat .module-kdir)" != "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
 	@echo "$(KDIR)" > .module-kdir
 	+$(KMAKE) modules
+
+# The in-VM tests as a kselftest target, installed with the kernel's runner into
+# build/kselftest (scripts/kselftest.sh; Documentation/rrxe/testing.rst).
+kselftest: kernel
+	@scripts/kselftest.sh $(VARIANT)
 
 # Host-side checks of the sans-IO transport core and the module's lint gate.
 test-host: deps

@@ -13,7 +13,7 @@ scripts/deps.sh
 scripts/kernel.sh build release >/dev/null
 make --no-print-directory -s module VARIANT=release
 out=${RRXE_BENCH_OUT:-$(mktemp -d /tmp/rrxe-bench.XXXXXX)}
-# BENCH_* settings (tests/vm/bench.sh) reach the guests.
+# BENCH_* settings (selftests/rrxe/bench.sh) reach the guests.
 envs=()
 for v in $(compgen -v BENCH_); do
 	envs+=(--env "$v=${!v}")
@@ -22,4 +22,4 @@ done
 # credit-limited sender and every ping-pong pay (Documentation/rrxe/benchmarks.rst).
 scripts/vm.sh --variant release --two --wire "${BENCH_WIRE:-unix}" --timeout 5400 --out "$out" "${envs[@]}" \
 	--module drivers/infiniband/sw/rrxe/rrxe.ko \
-	--cmd tests/vm/bench.sh --cmd-b tests/vm/bench-peer.sh | sed -n 's/^\[a\] //p'
+	--cmd selftests/rrxe/bench.sh --cmd-b selftests/rrxe/bench-peer.sh | sed -n 's/^\[a\] //p'

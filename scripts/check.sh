@@ -47,7 +47,10 @@ step() { # name log command...
 	fi
 }
 
-# Counts a TAP stream: `ok` lines pass (skips are reported, not counted), `not ok` fail.
+# Counts a side's KTAP, as the kselftest runner prints it: each program's result at the top
+# (`ok N selftests: rrxe: PROGRAM`, or `not ok ...` with `# exit=N` or `# TIMEOUT`), its own
+# checks nested one level below (`# ok N ...`). Every result counts, a program's as one more:
+# a program that died without a failing check still fails. Skips are reported, not counted.
 count_tap() { # file label
 	local file=$1 label=$2 line
 	[ -f "$file" ] || {
@@ -55,6 +58,7 @@ count_tap() { # file label
 		return
 	}
 	while IFS= read -r line; do
+		line=${line#\# }
 		case "$line" in
 		"ok "*"# SKIP"*) echo "SKIP: $label: ${line#ok }" ;;
 		"ok "*) record pass "$label: ${line#ok }" ;;
@@ -91,25 +95,20 @@ echo "== kernel (debug) and module"
 step "debug kernel built (KASAN, lockdep, kmemleak)" "$results/kernel-debug.log" scripts/kernel.sh build debug
 step "rrxe.ko builds warning-free with CLIPPY=1 on the debug kernel, no module cycles" \
 	"$results/module.log" scripts/lint.sh debug
-# The kernel verbs consumer the debug boot loads (tests/vm/kverbs.sh); built after the
+# The kernel verbs consumer the debug boot loads (selftests/rrxe/kverbs.sh); built after the
 # lint, whose clean of the checkout would remove it.
 step "the kernel verbs test module builds warning-free" "$results/kverbs-module.log" \
 	scripts/build-kverbs-test.sh debug
-# The VM tests' C programs, built here rather than in a debug guest under TCG, where gcc
-# took 40-110 s a program (tests/lib/helper.sh; the guests see build/ at the same path).
-build_vm_helpers() {
-	local c
-	mkdir -p build/vm-helpers || return 1
-	for c in tests/vm/*.c; do
-		gcc -O1 -Wall -Wextra -Werror -o "build/vm-helpers/$(basename "$c" .c)" "$c" -libverbs ||
-			return 1
-	done
-}
-step "the VM tests' C programs (tests/vm/*.c) build warning-free" "$results/vm-helpers.log" \
-	build_vm_helpers
+# The VM tests as a kselftest target (selftests/rrxe), installed with the kernel's runner
+# into build/kselftest, where the guests (whose root is the host's) run it; its C programs
+# are built here rather than in a debug guest under TCG, where gcc took 40-110 s a program.
+ksft=$repo/build/kselftest
+step "the kselftest target builds (C programs warning-free) and installs; the debug kernel has its config" \
+	"$results/kselftest.log" scripts/kselftest.sh debug "$ksft"
 
-# vm_boot VARIANT NAME TITLE CMD-A CMD-B: two VMs joined by a wire run CMD-A and CMD-B; every
-# TAP line counts, then each guest's kernel log is scanned for splats.
+# vm_boot VARIANT NAME TITLE CMD-A CMD-B: two VMs joined by a wire run CMD-A and CMD-B (the
+# choreographies of the kselftest install); every KTAP result counts, then each guest's
+# kernel log is scanned for splats.
 vm_boot() {
 	local variant=$1 name=$2 title=$3 cmd_a=$4 cmd_b=$5 out="$results/$2" m mods=()
 	for m in drivers/infiniband/sw/rrxe/rrxe.ko tests/kverbs/rrxe_kverbs_test.ko; do
@@ -149,17 +148,19 @@ vm_boot() {
 
 if [ -f drivers/infiniband/sw/rrxe/rrxe.ko ]; then
 	vm_boot debug foundation "foundation, objects, object limits, MRs, kernel verbs consumer, verbs data path, SRQ, XRC, MW, negative, hostile rings, QP context, a third sender on the wire, credits, UD multicast, path migration, RC reliability, NVMe-oF, teardown under traffic" \
-		tests/vm/side-a.sh tests/vm/side-b.sh
+		"$ksft/rrxe/side-a.sh" "$ksft/rrxe/side-b.sh"
 	# Interoperability is about the wire protocol, and rdma-core's suite runs 273 tests of
 	# mostly the same verbs; the debug kernel has already run every rrxe code path above, so
 	# this boot uses the release kernel (its logs are still scanned) and takes minutes rather
 	# than an hour.
 	if step "release kernel built" "$results/kernel-release.log" scripts/kernel.sh build release &&
 		step "rrxe.ko builds for the release kernel" "$results/module-release.log" \
-			make --no-print-directory module VARIANT=release; then
+			make --no-print-directory module VARIANT=release &&
+		step "the release kernel has the kselftest target's config" "$results/kselftest-release.log" \
+			scripts/kselftest.sh release "$ksft"; then
 		vm_boot release release "interoperability with rdma_rxe, rdma-core's test suite, rrxe in network namespaces" \
-			tests/vm/release-a.sh tests/vm/release-b.sh
-		grep -h '^# suite on' "$results/release/a.out" 2>/dev/null | sed 's/^# /rdma-core /'
+			"$ksft/rrxe/release-a.sh" "$ksft/rrxe/release-b.sh"
+		grep -h '^# # suite on' "$results/release/a.out" 2>/dev/null | sed 's/^# # /rdma-core /'
 	fi
 else
 	record fail "VM tests: rrxe.ko was not built"

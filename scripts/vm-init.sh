@@ -133,6 +133,12 @@ setup_writable() {
 		mnt tmpfs tmpfs /root mode=0700 || return 1
 	mnt devpts devpts /dev/pts gid=5,mode=620,ptmxmode=666
 	mnt tmpfs tmpfs /dev/shm mode=1777
+	# The links udev would make: the kselftest runner writes each program's output to
+	# /dev/stdout, and bash's process substitution uses /dev/fd.
+	"$BB" ln -sfn /proc/self/fd /dev/fd
+	"$BB" ln -sfn /proc/self/fd/0 /dev/stdin
+	"$BB" ln -sfn /proc/self/fd/1 /dev/stdout
+	"$BB" ln -sfn /proc/self/fd/2 /dev/stderr
 	[ -L /var/run ] || mnt tmpfs tmpfs /var/run mode=0755
 	mnt debugfs debugfs /sys/kernel/debug
 	# kmemleak's own thread scans every 10 minutes; under KASAN and TCG a scan holds a vCPU

@@ -16,8 +16,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# shellcheck source=scripts/vm-lib.sh disable=SC1091 # followed with shellcheck -x
-. "$here/vm-lib.sh"
+# shellcheck source=selftests/rrxe/lib/splats.sh disable=SC1091 # followed with shellcheck -x
+. "$here/../selftests/rrxe/lib/splats.sh"
 
 usage() {
 	sed -n '5,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2

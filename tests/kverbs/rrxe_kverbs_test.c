@@ -9,7 +9,7 @@
  * the kernel log, one "ok N - ..." or "not ok N - ..." line per check, "# ..."
  * diagnostic lines before the result they explain, then "1..N" and a
  * "# totals: P passed, F failed, S skipped" line. module_init() returns 0 even
- * when checks fail, so tests/vm/kverbs.sh can read the results and rmmod it.
+ * when checks fail, so selftests/rrxe/kverbs.sh can read the results and rmmod it.
  *
  * The code is generic kernel-verbs code: it knows nothing about rrxe and runs
  * as well against rdma_rxe (dev=rxe0) or any RoCE device. Everything happens on

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench`, side A: perftest over the wire to side B, on rrxe and then on rdma_rxe in the
+# same boot and the same topology, each figure measured BENCH_REPEAT times:
+#  - bandwidth (64 KiB) and latency (2 B) of RDMA Write, Send and RDMA Read;
+#  - a slow receiver: ib_send_bw of 4 KiB with B keeping 1, 2 or 8 receives posted (-r), on
+#    rrxe with end-to-end credits, on rrxe with them off (B's `credits` module parameter:
+#    "no credit information", as rdma_rxe reports), and on rdma_rxe.
+# Prints each figure's median (min-max) and the ratios of the medians. A benchmark, not a
+# test: it fails only if a program does.
+here=$(dirname "$0")
+. "$here/lib/gid.sh"
+ITER=${BENCH_ITERS:-1000}
+LAT_ITER=${BENCH_LAT_ITERS:-500}
+CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
+REPEAT=${BENCH_REPEAT:-3}
+RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
+# Which tables to measure: "main" (bandwidth and latency), "credits" (slow receiver).
+TABLES=${BENCH_TABLES:-main credits}
+# fig[KEY] holds one figure per repetition, space-separated.
+declare -A fig
+rc=0
+port=19000
+
+ctl() { echo "$*" >&3 && read -r -t 300 CTL_REPLY <&3; }
+
+# perf KEY KIND PROG ARGS...: runs PROG against a server of the same arguments on side B,
+# appends its figure (bw: average MB/s; lat: average us) to fig[KEY].
+perf() {
+	local key=$1 kind=$2 prog=$3 out row
+	shift 3
+	port=$((port + 1))
+	ctl start "$key-$port" "$port" 300 "$prog" "$@" -p "$port"
+	if [ "$CTL_REPLY" != ready ]; then
+		echo "# $key: server did not start ($CTL_REPLY)"
+		rc=1
+		return
+	fi
+	out=$(timeout 300 "$prog" "${@//@GID4@/$g4}" -p "$port" "$RRXE_PEER_IP4" 2>&1) || rc=1
+	ctl wait "$key-$port"
+	# bw: "#bytes #iterations BW-peak BW-average MsgRate" (MB/s);
+	# lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (us).
+	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
+	echo "# $key $prog: $row"
+	[ -n "$row" ] || return
+	fig[$key]+="$(echo "$row" | awk -v k="$kind" '{ print (k == "bw") ? $4 : $6 }') "
+}
+
+for mod in rrxe rdma_rxe; do
+	dev=${mod#rdma_}0
+	modprobe "$mod" && rdma link add "$dev" type "${mod#rdma_}" netdev eth0 || exit 1
+	for _ in $(seq 100); do
+		g4=$(gid_index "$dev" "$RRXE_LOCAL_IP4") && break
+		sleep 0.1
+	done
+	for _ in $(seq 600); do
+		exec 3<>"/dev/tcp/$RRXE_PEER_IP4/4793" 2>/dev/null && break
+		sleep 1
+	done
+	[[ " $TABLES " == *" main "* ]] && for _ in $(seq "$REPEAT"); do
+		for op in write send read; do
+			perf "$mod,$op,bw" bw "ib_${op}_bw" -d "$dev" -F -x @GID4@ -s 65536 -n "$ITER"
+			perf "$mod,$op,lat" lat "ib_${op}_lat" -d "$dev" -F -x @GID4@ -s 2 -n "$LAT_ITER"
+		done
+	done
+	modes=-
+	[ "$mod" = rrxe ] && modes="on off"
+	[[ " $TABLES " == *" credits "* ]] || modes=
+	for m in $modes; do
+		key=$mod
+		if [ "$m" != - ]; then
+			key=$mod-credits-$m
+			ctl set credits "$([ "$m" = on ] && echo 1 || echo 0)"
+			[ "$CTL_REPLY" = ok ] || { echo "# set credits: $CTL_REPLY"; rc=1; }
+		fi
+		for _ in $(seq "$REPEAT"); do
+			for r in $RX_DEPTHS; do
+				perf "$key,r$r" bw ib_send_bw -d "$dev" -F -x @GID4@ -s 4096 \
+					-n "$CREDIT_ITER" -r "$r"
+			done
+		done
+	done
+	[ "$mod" = rrxe ] && ctl set credits 1
+	ctl done
+	exec 3>&-
+	rdma link delete "$dev"
+	rmmod "$mod"
+	sleep 2
+done
+
+# stat KEY: "median (min-max)" of fig[KEY], or "-".
+stat() {
+	tr ' ' '\n' <<<"${fig[$1]:-}" | awk 'NF' | sort -g | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) { print "-"; exit }
+			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.2f (%.2f-%.2f)\n", m, v[1], v[NR]
+		}'
+}
+median() { stat "$1" | awk '{ print $1 }'; }
+ratio() {
+	awk -v a="$(median "$1")" -v b="$(median "$2")" \
+		'BEGIN { if (a != "-" && b != "-" && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
+}
+
+echo
+echo "perftest, median (min-max) of $REPEAT runs"
+printf '%-22s %24s %24s %9s\n' "" "rrxe" "rdma_rxe" "rrxe/rxe"
+for op in write send read; do
+	for kind in bw lat; do
+		label="ib_${op}_$kind ($([ "$kind" = bw ] && echo "64KiB, MB/s" || echo "2B, us"))"
+		printf '%-22s %24s %24s %9s\n' "$label" "$(stat "rrxe,$op,$kind")" \
+			"$(stat "rdma_rxe,$op,$kind")" "$(ratio "rrxe,$op,$kind" "rdma_rxe,$op,$kind")"
+	done
+done
+echo "(bandwidth: average MB/s, higher is better; latency: average us, lower is better)"
+echo
+echo "slow receiver: ib_send_bw -s 4096 -n $CREDIT_ITER -r N, MB/s, median (min-max)"
+printf '%-6s %22s %22s %22s %8s %8s\n' "" "rrxe credits" "rrxe no credits" "rdma_rxe" \
+	"on/off" "on/rxe"
+for r in $RX_DEPTHS; do
+	printf '%-6s %22s %22s %22s %8s %8s\n' "-r $r" "$(stat "rrxe-credits-on,r$r")" \
+		"$(stat "rrxe-credits-off,r$r")" "$(stat "rdma_rxe,r$r")" \
+		"$(ratio "rrxe-credits-on,r$r" "rrxe-credits-off,r$r")" \
+		"$(ratio "rrxe-credits-on,r$r" "rdma_rxe,r$r")"
+done
+exit $rc

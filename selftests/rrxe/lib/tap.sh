@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# KTAP output for the in-VM tests, written through the kernel's kselftest helpers
+# (kselftest/ktap_helpers.sh of the install scripts/kselftest.sh made).
+#
+#   tap_begin NAME          print the KTAP header and NAME
+#   check DESC CMD...       run CMD, report ok/not ok with DESC
+#   check_fails DESC CMD... CMD must fail
+#   skip DESC REASON        report a skip, its reason in the description
+#   tap_end                 print the plan and the totals; return 1 if anything failed
+#   soak                    true in `make soak` (RRXE_SOAK=1), which runs the long variants
+#   tap_need_peer           a program of two VMs: skip it all (KTAP "1..0 # SKIP", exit 4)
+#                           on a VM without a peer (scripts/vm.sh --two sets RRXE_PEER_IP4)
+#
+# A check or check_fails that takes 20 s or more is followed by "# took N s": where the
+# time of `make check` goes.
+
+# The helpers sit at kselftest/ beside the collections of an install (this file being
+# rrxe/lib/tap.sh there); a script run from the checkout uses the checkout's install.
+_tap_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+for _tap_ktap in "$_tap_lib/../../kselftest/ktap_helpers.sh" \
+	"$_tap_lib/../../../build/kselftest/kselftest/ktap_helpers.sh"; do
+	[ -r "$_tap_ktap" ] && break
+done
+if [ ! -r "$_tap_ktap" ]; then
+	echo "Bail out! no kselftest/ktap_helpers.sh: install the target first (scripts/kselftest.sh)"
+	exit 1
+fi
+# shellcheck source=/dev/null
+. "$_tap_ktap"
+
+TAP_N=0
+TAP_PASS=0
+TAP_FAIL=0
+TAP_SKIP=0
+TAP_LOG=${TAP_LOG:-/tmp/tap-cmd.log}
+
+# The helpers echo their arguments unquoted: a description's `*` or `?` must not glob.
+_ktap() {
+	local globbing=1
+	case $- in *f*) globbing=0 ;; esac
+	set -f
+	"$@"
+	[ $globbing = 0 ] || set +f
+}
+
+tap_need_peer() {
+	[ -n "${RRXE_PEER_IP4:-}" ] && return 0
+	ktap_print_header
+	ktap_skip_all "$(basename "$0") needs a peer VM on the wire (scripts/vm.sh --two); none here"
+	exit "$KSFT_SKIP"
+}
+
+soak() {
+	[ "${RRXE_SOAK:-0}" = 1 ]
+}
+# Why `make check` skips a soak-only check (tap.py has the same).
+SOAK_ONLY="soak only (make soak: RRXE_SOAK=1)"
+
+# A program may print several streams (its own and its helpers'): each starts afresh.
+tap_begin() {
+	TAP_N=0 TAP_PASS=0 TAP_FAIL=0 TAP_SKIP=0
+	KTAP_TESTNO=1 KTAP_CNT_PASS=0 KTAP_CNT_FAIL=0 KTAP_CNT_SKIP=0
+	ktap_print_header
+	_ktap ktap_print_msg "$1"
+}
+
+_tap_result() { # status desc [detail]
+	TAP_N=$((TAP_N + 1))
+	if [ "$1" = ok ]; then
+		TAP_PASS=$((TAP_PASS + 1))
+		_ktap ktap_test_pass "$2"
+	else
+		TAP_FAIL=$((TAP_FAIL + 1))
+		_ktap ktap_test_fail "$2"
+		[ -n "${3:-}" ] && sed 's/^/#   /' <<<"$3"
+	fi
+}
+
+_tap_took() { # start (in $SECONDS)
+	local t=$((SECONDS - $1))
+	[ $t -lt 20 ] || echo "# took $t s"
+}
+
+check() {
+	local desc=$1 t0=$SECONDS
+	shift
+	if "$@" >"$TAP_LOG" 2>&1; then
+		_tap_result ok "$desc"
+	else
+		_tap_result fail "$desc" "$(printf '%s\n' "command: $*" "$(tail -20 "$TAP_LOG")")"
+	fi
+	_tap_took $t0
+}
+
+check_fails() {
+	local desc=$1 t0=$SECONDS
+	shift
+	if "$@" >"$TAP_LOG" 2>&1; then
+		_tap_result fail "$desc" "command unexpectedly succeeded: $*"
+	else
+		_tap_result ok "$desc"
+	fi
+	_tap_took $t0
+}
+
+skip() {
+	TAP_N=$((TAP_N + 1))
+	TAP_SKIP=$((TAP_SKIP + 1))
+	# ktap_test_skip takes no reason; the description carries it.
+	_ktap ktap_test_skip "$1 (skipped: $2)"
+}
+
+# Polls CMD for up to SECONDS (default 5) until it succeeds.
+wait_for() {
+	local secs=$1
+	shift
+	local end=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.1
+	done
+}
+
+# The plan comes last, as TAP allows: a script's checks are not counted beforehand.
+# ktap_finished would exit; scripts still clean up after this.
+tap_end() {
+	ktap_set_plan "$TAP_N"
+	ktap_print_totals
+	[ "$TAP_FAIL" -eq 0 ]
+}

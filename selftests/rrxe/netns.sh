@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rrxe in network namespaces, in one VM: two namespaces joined by a veth pair, a device on
+# each end added from inside its namespace, and between them rping, ibv_rc_pingpong and
+# ib_write_bw over IPv4 and IPv6; the RoCEv2 sockets (UDP 4791) of each namespace open with
+# its first device and close with its last, leaving init_net's alone; a netdev unregistered
+# under a device; a namespace deleted under devices with live QPs and open user contexts;
+# devices on tun devices, and the port's data counters; the RDMA core's exclusive netns
+# mode. Nothing may splat or leak (the harness checks the logs after the boot; the debug
+# kernel's KASAN, lockdep and kmemleak in make soak, side-b.sh; make check runs it on the
+# release kernel, release-b.sh).
+#   scripts/vm.sh --variant debug --module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/netns.sh
+set -u
+here=$(dirname "$0")
+. "$here/lib/tap.sh"
+. "$here/lib/gid.sh"
+
+tap_begin "rrxe in network namespaces"
+
+SYS=/sys/class/infiniband
+LOG=/tmp/netns
+mkdir -p "$LOG"
+N1=rrxens1 N2=rrxens2
+A4=192.0.2.1 B4=192.0.2.2 A6=2001:db8:4e::1 B6=2001:db8:4e::2
+TMO=90
+
+# Sockets bound to 4791 (0x12B7) in namespace $1 (- for init_net): /proc/net is the
+# reader's namespace's.
+socks() {
+	local run=()
+	[ "$1" = - ] || run=(ip netns exec "$1")
+	"${run[@]}" awk 'NR > 1 && $2 ~ /:12B7$/' /proc/net/udp /proc/net/udp6 | wc -l
+}
+socks_are() { [ "$(socks "$1")" -eq "$2" ]; }
+no_dev() { [ ! -e "$SYS/$1" ]; }
+in1() { ip netns exec "$N1" "$@"; }
+in2() { ip netns exec "$N2" "$@"; }
+closed_lines() { dmesg | grep -c 'rrxe: RoCEv2 UDP port 4791 closed'; }
+
+modprobe rrxe || exit 1
+init_socks=$(socks -)
+closed0=$(closed_lines)
+
+ip netns add "$N1"
+ip netns add "$N2"
+ip link add nsv1 type veth peer name nsv2
+ip link set nsv1 netns "$N1"
+ip link set nsv2 netns "$N2"
+for ns in "$N1" "$N2"; do ip -n "$ns" link set lo up; done
+ip -n "$N1" addr add "$A4/24" dev nsv1
+ip -n "$N2" addr add "$B4/24" dev nsv2
+ip -n "$N1" addr add "$A6/64" dev nsv1 nodad
+ip -n "$N2" addr add "$B6/64" dev nsv2 nodad
+ip -n "$N1" link set nsv1 up
+ip -n "$N2" link set nsv2 up
+
+# --- devices added from inside their namespaces ------------------------------------------
+check "no RoCEv2 socket in $N1 before a device" socks_are "$N1" 0
+check_fails "rdma link add from init_net cannot name $N1's netdev" \
+	rdma link add nsx type rrxe netdev nsv1
+check "ip netns exec $N1 rdma link add nsa netdev nsv1" in1 rdma link add nsa type rrxe netdev nsv1
+check "$N1 has UDP 4791 open, IPv4 and IPv6" socks_are "$N1" 2
+check "$N2 has none yet" socks_are "$N2" 0
+check "ip netns exec $N2 rdma link add nsb netdev nsv2" in2 rdma link add nsb type rrxe netdev nsv2
+check "$N2 has UDP 4791 open, IPv4 and IPv6" socks_are "$N2" 2
+check "init_net's sockets are untouched" socks_are - "$init_socks"
+ip -n "$N2" link add nsd2 type dummy
+before=$(dmesg | wc -l)
+check_fails "a second device named nsa (in $N2) is refused" \
+	in2 rdma link add nsa type rrxe netdev nsd2
+check "... with a message naming the clash" bash -c \
+	"dmesg | tail -n +$((before + 1)) | grep -q 'rrxe: nsa: an RDMA device of that name exists'"
+ip -n "$N2" link del nsd2
+check "nsa's GID table has its namespace's IPv4 address" wait_for 20 gid_index nsa "$A4"
+check "... and IPv6 address" wait_for 20 gid_index nsa "$A6"
+check "nsb's GID table has its namespace's addresses" \
+	wait_for 20 bash -c ". $here/lib/gid.sh; gid_index nsb $B4 && gid_index nsb $B6"
+check "the veth carries IP between the namespaces" in1 ping -c 1 -W 5 "$B4"
+
+# --- traffic between the namespaces ---------------------------------------------------------
+# Servers in $N2 on nsb, clients in $N1 on nsa; every exchange's data is verified by the
+# program (rping -V, ibv_rc_pingpong -c, ib_write_bw's completions). The RoCE family is the
+# GIDs' (rdma_cm: the address's); the pingpong and perftest exchange their QP numbers over
+# TCP on IPv4 either way (their servers listen on the first address family only).
+pair() { # NAME SERVER-CMD -- CLIENT-CMD: the server runs in $N2, the client in $N1
+	local name=$1 srv=() cli=()
+	shift
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	in2 timeout "$TMO" "${srv[@]}" >"$LOG/$name.server" 2>&1 &
+	local spid=$! ok=1
+	sleep 2
+	in1 timeout "$TMO" "${cli[@]}" >"$LOG/$name.client" 2>&1 || ok=0
+	wait "$spid" || ok=0
+	[ $ok = 1 ] || { tail -n 5 "$LOG/$name.server" "$LOG/$name.client"; return 1; }
+}
+gA4=$(gid_index nsa "$A4") gB4=$(gid_index nsb "$B4")
+gA6=$(gid_index nsa "$A6") gB6=$(gid_index nsb "$B6")
+for fam in 4 6; do
+	if [ $fam = 4 ]; then srv=$B4 ga=$gA4 gb=$gB4; else srv=$B6 ga=$gA6 gb=$gB6; fi
+	check "IPv$fam: rping -C 5 -V between the namespaces (rdma_cm)" \
+		pair "rping$fam" rping -s -a "$srv" -C 5 -V -p "1890$fam" -- \
+		rping -c -a "$srv" -C 5 -V -p "1890$fam"
+	check "IPv$fam: ibv_rc_pingpong -n 100 -c between the namespaces" \
+		pair "rc$fam" ibv_rc_pingpong -d nsb -g "$gb" -n 100 -c -p "1891$fam" -- \
+		ibv_rc_pingpong -d nsa -g "$ga" -n 100 -c -p "1891$fam" "$B4"
+	check "IPv$fam: ib_write_bw -n 50 -s 65536 between the namespaces" \
+		pair "wbw$fam" ib_write_bw -d nsb -x "$gb" -F -n 50 -s 65536 -p "1892$fam" -- \
+		ib_write_bw -d nsa -x "$ga" -F -n 50 -s 65536 -p "1892$fam" "$B4"
+done
+
+# --- socket lifetime and netdev unregister within a namespace --------------------------------
+ip -n "$N1" link add nsd1 type dummy
+ip -n "$N1" link set nsd1 up
+check "a second device in $N1 (nsc on a dummy)" in1 rdma link add nsc type rrxe netdev nsd1
+check "$N1 still has one socket per family" socks_are "$N1" 2
+check "rdma link delete nsc" rdma link delete nsc
+check "$N1's sockets stay: nsa still uses them" socks_are "$N1" 2
+check "nsc again" in1 rdma link add nsc type rrxe netdev nsd1
+ip -n "$N1" link del nsd1
+check "deleting nsc's netdev in $N1 removes nsc" wait_for 20 no_dev nsc
+check "$N1's sockets stay" socks_are "$N1" 2
+check "rdma link delete nsa" rdma link delete nsa
+check "$N1's sockets closed with its last device" socks_are "$N1" 0
+check "... and $N2's stay" socks_are "$N2" 2
+check "nsa again" in1 rdma link add nsa type rrxe netdev nsv1
+check "nsa's GID table filled again" wait_for 20 gid_index nsa "$A4"
+
+# --- a namespace deleted under live QPs and user contexts --------------------------------------
+# netns_hold.py, in init_net, connects an RC QP on nsa to one on nsb and keeps both open.
+# Deleting $N2 unregisters nsv2 and with it its veth peer nsv1 in $N1: both devices must go,
+# once the holder (told by its port events) has closed them, and both namespaces' sockets.
+gA4=$(gid_index nsa "$A4")
+python3 "$here/netns_hold.py" nsa "$gA4" nsb "$gB4" >"$LOG/hold" 2>&1 &
+hold=$!
+check "holder: RC traffic between nsa and nsb from init_net, then holds them" \
+	wait_for 120 grep -q '^ready' "$LOG/hold"
+check "ip netns del $N2 under the holder" ip netns del "$N2"
+wait_holder() { ! kill -0 "$hold" 2>/dev/null; }
+check "the holder saw both ports go and closed its contexts" wait_for 150 wait_holder
+wait "$hold"
+hrc=$?
+sed 's/^/# /' "$LOG/hold"
+check "holder exited 0" test "$hrc" -eq 0
+check "nsb is gone" wait_for 60 no_dev nsb
+check "nsa (on the veth peer, in $N1) is gone" wait_for 60 no_dev nsa
+check "$N1's sockets closed with its last device" wait_for 20 socks_are "$N1" 0
+check "init_net's sockets are still untouched" socks_are - "$init_socks"
+check "rrxe logged three closes ($N1's, then $N2's and $N1's)" \
+	test "$(($(closed_lines) - closed0))" -eq 3
+
+# --- a namespace deleted under an idle device ------------------------------------------------
+ip netns add "$N2"
+ip link add nsv3 type veth peer name nsv4
+ip link set nsv3 netns "$N2"
+ip -n "$N2" link set nsv3 up
+check "a device in a fresh $N2" in2 rdma link add nsb type rrxe netdev nsv3
+check "$N2 has UDP 4791 open" socks_are "$N2" 2
+check "ip netns del $N2" ip netns del "$N2"
+check "the device goes with the namespace" wait_for 60 no_dev nsb
+ip link del nsv4 2>/dev/null
+
+# --- tun devices (L3 only: no link-layer header, no address) -------------------------------
+# As in Linux 6.15's rdma_rxe: GIDs are the tun's IP addresses (assigned before the device is
+# added: the 6.12 core's GID notifiers watch Ethernet netdevs only), rdma_cm binds to them
+# (kernel-patches/0003), and traffic to the device's own address takes the loopback path.
+T4=198.51.100.1
+ip -n "$N1" tuntap add mode tun name nst0
+ip -n "$N1" tuntap add mode tun name nst1
+ip -n "$N1" addr add "$T4/24" dev nst0
+ip -n "$N1" addr add 198.51.101.1/24 dev nst1
+ip -n "$N1" link set nst0 up
+ip -n "$N1" link set nst1 up
+check "rdma link add nst on tun nst0 (in $N1)" in1 rdma link add nst type rrxe netdev nst0
+check "nst's GID table has the tun's address" wait_for 20 gid_index nst "$T4"
+check "a second tun device nsu on nst1" in1 rdma link add nsu type rrxe netdev nst1
+check "one socket per family in $N1 for both" socks_are "$N1" 2
+check "tun: rping -C 3 -V to the device's own address (rdma_cm, loopback)" \
+	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 3 -V -p 18930 >$LOG/tun.server 2>&1 &
+		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 3 -V -p 18930 && wait"
+# The port's data counters (PerfMgmt PortCountersExtended, behind sysfs `counters/`, and
+# sent_bytes/rcvd_bytes in rdma statistic): a loopback exchange sends what it receives.
+C=$SYS/nst/ports/1/counters
+stat_of() { # DEV NAME: a counter of rdma statistic
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" '$0 == n { getline; print; exit }'
+}
+read_data() { read -r xd <"$C/port_xmit_data" && read -r rd <"$C/port_rcv_data" &&
+	read -r xp <"$C/port_xmit_packets" && read -r rp <"$C/port_rcv_packets"; }
+check "nst has the extended PerfMgmt counters in sysfs" \
+	test -r "$C/port_xmit_data" -a -r "$C/unicast_xmit_packets" -a -r "$C/multicast_rcv_packets"
+read_data
+xd0=$xd rd0=$rd xp0=$xp rp0=$rp
+check "tun: rping -C 5 -V to its own address again" \
+	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 5 -V -p 18931 >$LOG/tun2.server 2>&1 &
+		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 5 -V -p 18931 && wait"
+read_data
+echo "# port_xmit_data +$((xd - xd0)) port_rcv_data +$((rd - rd0)) (4-octet words), packets +$((xp - xp0)) +$((rp - rp0))"
+check "port_xmit_data moved" test "$((xd - xd0))" -gt 0
+check "port_xmit_data and port_rcv_data moved alike" test "$((xd - xd0))" -eq "$((rd - rd0))"
+check "port_xmit_packets and port_rcv_packets moved alike" test "$((xp - xp0))" -eq "$((rp - rp0))"
+sb=$(stat_of nst sent_bytes) rb=$(stat_of nst rcvd_bytes)
+read_data
+check "rdma statistic: sent_bytes / 4 is port_xmit_data ($sb, $xd)" test "$((sb / 4))" -eq "$xd"
+check "rdma statistic: rcvd_bytes / 4 is port_rcv_data ($rb, $rd)" test "$((rb / 4))" -eq "$rd"
+check "rdma link delete nsu" rdma link delete nsu
+check "$N1's sockets stay while nst exists" socks_are "$N1" 2
+ip -n "$N1" link del nst0
+check "deleting the tun netdev removes nst" wait_for 20 no_dev nst
+check "... and closes $N1's sockets" wait_for 20 socks_are "$N1" 0
+
+ip netns del "$N1"
+
+# --- the RDMA core's exclusive netns mode ------------------------------------------------------
+# The mode changes only while no namespace but init_net exists (the core answers EBUSY), so
+# after the deletions above have run. In exclusive mode a device belongs to one namespace:
+# init_net, where the core creates every device, even one added from inside a namespace.
+# Moving it (`rdma dev set DEV netns NS`) needs disassociate_ucontext, which rrxe lacks
+# (as rdma_rxe): EOPNOTSUPP, a clear refusal.
+only_init_net() { rdma system set netns "$1"; }
+if check "rdma system set netns exclusive (once the namespaces are gone)" \
+	wait_for 60 only_init_net exclusive; then
+	ip netns add "$N1"
+	ip link add nsv5 type veth peer name nsv6
+	ip link set nsv5 netns "$N1"
+	check "a device added from inside $N1" in1 rdma link add nse type rrxe netdev nsv5
+	check "init_net sees it (it belongs there)" rdma dev show nse
+	check_fails "$N1 does not" in1 rdma dev show nse
+	rdma dev set nse netns "$N1" >"$LOG/move" 2>&1
+	rc=$?
+	check "rdma dev set nse netns $N1 fails" test "$rc" -ne 0
+	check "... with EOPNOTSUPP" grep -qi 'not supported' "$LOG/move"
+	check "rdma link delete nse" rdma link delete nse
+	ip link del nsv6
+	ip netns del "$N1"
+	check "rdma system set netns shared again" wait_for 60 only_init_net shared
+else
+	rdma system set netns shared 2>/dev/null
+fi
+check "the mode is shared" bash -c "rdma system show | grep -q 'netns shared'"
+tap_end

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# XRC through the raw uverbs write commands and the rings they map, on one rrxe device in
+# loopback: XRC domains, XRC SRQs, XRC target QPs that outlive the process that created
+# them and the errnos of their misuse (xrc.py); Sends, Writes and Reads from an XRC
+# initiator into the XRC SRQs they name, and the NAKs of SRQs and keys a target must refuse
+# (xrc_data.py). Runs as root in the VM.
+#
+#   xrc.sh [rrxe|rxe]
+#
+# rdma_rxe has no XRC (no alloc_xrcd, no IB_DEVICE_XRC): with `rxe` the script reports
+# one skip and loads nothing. The device runs over eth0 when there is one, else over a
+# veth pair.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/gid.sh"
+. "$here/lib/device.sh"
+
+case ${1:-rrxe} in
+rrxe) mod=rrxe dev=rrxe0 ;;
+rxe)
+	tap_begin "XRC through raw uverbs commands on rxe0"
+	skip "XRC domains, SRQs and target QPs" "rdma_rxe implements no XRC (no alloc_xrcd, IB_DEVICE_XRC unset)"
+	tap_end
+	exit $?
+	;;
+*)
+	echo "usage: $0 [rrxe|rxe]" >&2
+	exit 2
+	;;
+esac
+
+device_up "$mod" "$dev" || exit 1
+if [ -z "$gid" ]; then
+	rc=1
+else
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc.py"
+	rc=$?
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_data.py" || rc=1
+	# Two VMs (the peer runs xrc-peer.sh): a target outliving its creator receives from the
+	# peer's initiator; one skip unless RRXE_XRC_PEER (else RRXE_SRQ_PEER) is 1.
+	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_seed.py" a || rc=1
+fi
+device_down
+exit $rc
