@@ -151,24 +151,52 @@ else
 fi
 
 # --- rmmod ------------------------------------------------------------------------------------------
-# An open user context pins the module (ops.owner): rmmod is refused, never pulls the rug.
-# The context is held until the check is done: a fixed 4 s raced rmmod on a slow debug guest.
-rm -f /tmp/ctx-open /tmp/ctx-close
-python3 - <<'PY' &
+# A user context does not pin the module: rrxe offers disassociate_ucontext, so rmmod goes
+# on at once and the core cuts the context off (the unaffiliated event
+# IBV_EVENT_DEVICE_FATAL on its async event fd, then EIO from every command). The holder
+# keeps a PD, which the cut destroys, and closes what is left after.
+rm -f /tmp/ctx-open /tmp/ctx-result
+RRXE_LIB="$(cd "$(dirname "$0")" && pwd)/lib" python3 - <<'PY' &
 import os
-import time
+import select
+import sys
+sys.path.insert(0, os.environ["RRXE_LIB"])
+from uverbs_raw import async_event_fds
 from pyverbs.device import Context
+from pyverbs.pd import PD
+import pyverbs.enums as e
+before = async_event_fds()
 ctx = Context(name='rrxe0')
+(fd,) = async_event_fds() - before
+pd = PD(ctx)
 open('/tmp/ctx-open', 'w').close()
-end = time.monotonic() + 600
-while not os.path.exists('/tmp/ctx-close') and time.monotonic() < end:
-    time.sleep(0.1)
+ready, _, _ = select.select([fd], [], [], 600)
+kind = None
+if ready:
+    ev = ctx.get_async_event()
+    kind = "DEVICE_FATAL" if ev.event_type == e.IBV_EVENT_DEVICE_FATAL else ev.event_type
+    ev.ack()
+try:
+    ctx.query_device()
+    err = 0
+except Exception as exc:
+    err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
+with open('/tmp/ctx-result', 'w') as f:
+    f.write(f"event={kind} errno={err}\n")
+for o in (pd, ctx):
+    try:
+        o.close()
+    except Exception:
+        pass
 PY
 py_pid=$!
 wait_for 180 test -e /tmp/ctx-open
-check_fails "rmmod refused while a user context is open" rmmod rrxe
-: >/tmp/ctx-close
+check "rmmod with a user context open completes at once" timeout 60 rmmod rrxe
+check "the context's process got IBV_EVENT_DEVICE_FATAL and then EIO" \
+	wait_for 60 grep -qx "event=DEVICE_FATAL errno=5" /tmp/ctx-result
 wait $py_pid
+check "modprobe rrxe after the cut" modprobe rrxe
+check "rrxe0 over eth0 again" rdma link add rrxe0 type rrxe netdev eth0
 check "rdma link add rrxe3 over vr1" rdma link add rrxe3 type rrxe netdev vr1
 check "rmmod rrxe with devices present" rmmod rrxe
 check "rrxe0 and rrxe3 are gone" bash -c "[ ! -e $SYS/rrxe0 ] && [ ! -e $SYS/rrxe3 ]"

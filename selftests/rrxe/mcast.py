@@ -327,10 +327,9 @@ def client(dev, host, port, rxe_peer):
                    "a process exits with its QP attached: its 10 messages arrived, the QP "
                    "is detached and destroyed, the group left", f"{res['out']}\n{left}")
 
-            # The device goes away with a QP attached. rrxe, like rdma_rxe, has no
-            # disassociate_ucontext: the deletion waits for the process, which exits
-            # attached; its QP is detached and destroyed on the way out, then the device
-            # goes.
+            # The device goes away with a QP attached. rrxe offers disassociate_ucontext:
+            # the deletion does not wait for the process; the core cuts its context off,
+            # detaching and destroying its QP on the way, and the device goes.
             p = Proc([TOOL, "recv", dev, g4, "::ffff:" + GONE4, "1", "10", QKEY, "5",
                       "--no-detach"])
             ready = p.until("ready", 60)
@@ -339,8 +338,8 @@ def client(dev, host, port, rxe_peer):
             res = p.finish(60)
             left = maddrs()
             report(ready and GONE4 in joined and gone["rc"] == 0 and GONE4 not in left,
-                   "rdma link delete while a process has a QP attached: the device goes once "
-                   "the process exits, the group is left",
+                   "rdma link delete while a process has a QP attached: the device goes, the "
+                   "process's context cut off, the group is left",
                    f"delete: {gone}\nreceiver: {res}\njoined:\n{joined}\nafter:\n{left}")
     except Exception:  # noqa: BLE001
         report(False, "multicast", traceback.format_exc())

@@ -6,7 +6,7 @@
 # its first device and close with its last, leaving init_net's alone; a netdev unregistered
 # under a device; a namespace deleted under devices with live QPs and open user contexts;
 # devices on tun devices, and the port's data counters; the RDMA core's exclusive netns
-# mode. Nothing may splat or leak (the harness checks the logs after the boot; the debug
+# mode, a device moved into a namespace under an open user context. Nothing may splat or leak (the harness checks the logs after the boot; the debug
 # kernel's KASAN, lockdep and kmemleak in make soak, side-b.sh; make check runs it on the
 # release kernel, release-b.sh).
 #   scripts/vm.sh --variant debug --module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/netns.sh
@@ -129,8 +129,9 @@ check "nsa's GID table filled again" wait_for 20 gid_index nsa "$A4"
 
 # --- a namespace deleted under live QPs and user contexts --------------------------------------
 # netns_hold.py, in init_net, connects an RC QP on nsa to one on nsb and keeps both open.
-# Deleting $N2 unregisters nsv2 and with it its veth peer nsv1 in $N1: both devices must go,
-# once the holder (told by its port events) has closed them, and both namespaces' sockets.
+# Deleting $N2 unregisters nsv2 and with it its veth peer nsv1 in $N1: both devices must go
+# without waiting for the holder, whose contexts the core cuts off (disassociate_ucontext:
+# IBV_EVENT_DEVICE_FATAL ends each event stream), and both namespaces' sockets with them.
 gA4=$(gid_index nsa "$A4")
 python3 "$here/netns_hold.py" nsa "$gA4" nsb "$gB4" >"$LOG/hold" 2>&1 &
 hold=$!
@@ -138,7 +139,8 @@ check "holder: RC traffic between nsa and nsb from init_net, then holds them" \
 	wait_for 120 grep -q '^ready' "$LOG/hold"
 check "ip netns del $N2 under the holder" ip netns del "$N2"
 wait_holder() { ! kill -0 "$hold" 2>/dev/null; }
-check "the holder saw both ports go and closed its contexts" wait_for 150 wait_holder
+check "the holder's contexts were both cut off (DEVICE_FATAL), and it closed them" \
+	wait_for 150 wait_holder
 wait "$hold"
 hrc=$?
 sed 's/^/# /' "$LOG/hold"
@@ -215,24 +217,80 @@ ip netns del "$N1"
 # The mode changes only while no namespace but init_net exists (the core answers EBUSY), so
 # after the deletions above have run. In exclusive mode a device belongs to one namespace:
 # init_net, where the core creates every device, even one added from inside a namespace.
-# Moving it (`rdma dev set DEV netns NS`) needs disassociate_ucontext, which rrxe lacks
-# (as rdma_rxe): EOPNOTSUPP, a clear refusal.
+# `rdma dev set DEV netns NS` moves it, as a container's tooling does to hand it the device
+# of its netdev. The core resets every client for that (its unregistration minus the
+# device's removal), so a user context open on the device is cut off
+# (disassociate_ucontext: IBV_EVENT_DEVICE_FATAL); afterwards only NS sees the device and
+# uses it. Deleting NS deletes its veth, and the device with it.
 only_init_net() { rdma system set netns "$1"; }
+loop_pp() { # DEV GID PORT: an ibv_rc_pingpong server and client in $N1, on DEV in loopback
+	in1 timeout "$TMO" ibv_rc_pingpong -d "$1" -g "$2" -n 100 -c -p "$3" >"$LOG/loop.server" 2>&1 &
+	local spid=$! ok=1
+	sleep 2
+	in1 timeout "$TMO" ibv_rc_pingpong -d "$1" -g "$2" -n 100 -c -p "$3" 127.0.0.1 \
+		>"$LOG/loop.client" 2>&1 || ok=0
+	wait "$spid" || ok=0
+	[ $ok = 1 ] || { tail -n 5 "$LOG/loop.server" "$LOG/loop.client"; return 1; }
+}
+M4=203.0.113.1
 if check "rdma system set netns exclusive (once the namespaces are gone)" \
 	wait_for 60 only_init_net exclusive; then
 	ip netns add "$N1"
+	ip -n "$N1" link set lo up
 	ip link add nsv5 type veth peer name nsv6
 	ip link set nsv5 netns "$N1"
+	ip -n "$N1" addr add "$M4/24" dev nsv5
+	ip -n "$N1" link set nsv5 up
+	ip link set nsv6 up
 	check "a device added from inside $N1" in1 rdma link add nse type rrxe netdev nsv5
 	check "init_net sees it (it belongs there)" rdma dev show nse
 	check_fails "$N1 does not" in1 rdma dev show nse
-	rdma dev set nse netns "$N1" >"$LOG/move" 2>&1
-	rc=$?
-	check "rdma dev set nse netns $N1 fails" test "$rc" -ne 0
-	check "... with EOPNOTSUPP" grep -qi 'not supported' "$LOG/move"
-	check "rdma link delete nse" rdma link delete nse
-	ip link del nsv6
-	ip netns del "$N1"
+	check "nse's GID table has $M4" wait_for 20 gid_index nse "$M4"
+	gM=$(gid_index nse "$M4")
+	rm -f "$LOG/cut"
+	RRXE_LIB="$(cd "$here" && pwd)/lib" python3 - >"$LOG/cut" 2>&1 <<'PY' &
+import os
+import select
+import sys
+sys.path.insert(0, os.environ["RRXE_LIB"])
+from uverbs_raw import async_event_fds
+from pyverbs.device import Context
+from pyverbs.pd import PD
+import pyverbs.enums as e
+before = async_event_fds()
+ctx = Context(name="nse")
+(fd,) = async_event_fds() - before
+pd = PD(ctx)
+print("open", flush=True)
+ready, _, _ = select.select([fd], [], [], 120)
+ev = ctx.get_async_event() if ready else None
+fatal = ev is not None and ev.event_type == e.IBV_EVENT_DEVICE_FATAL
+if ev:
+    ev.ack()
+print("fatal" if fatal else f"no DEVICE_FATAL: {ev.event_type if ev else 'nothing'}", flush=True)
+for o in (pd, ctx):
+    try:
+        o.close()
+    except Exception:
+        pass
+PY
+	cut=$!
+	check "a process in init_net holds a user context and a PD on nse" \
+		wait_for 60 grep -qx open "$LOG/cut"
+	check "rdma dev set nse netns $N1" rdma dev set nse netns "$N1"
+	check "... cut the holder's context off (IBV_EVENT_DEVICE_FATAL)" \
+		wait_for 60 grep -qx fatal "$LOG/cut"
+	wait "$cut"
+	check_fails "init_net no longer sees nse" rdma dev show nse
+	check "$N1 does" in1 rdma dev show nse
+	check "ibv_devices in $N1 lists nse" bash -c "ip netns exec $N1 ibv_devices | grep -qw nse"
+	check "in $N1: ibv_rc_pingpong -n 100 -c on nse in loopback" loop_pp nse "$gM" 18940
+	check "ip netns del $N1" ip netns del "$N1"
+	ip link add nsv7 type veth peer name nsv8
+	check "nse went with $N1's veth: its name is free again (a new nse on nsv7)" \
+		wait_for 60 rdma link add nse type rrxe netdev nsv7
+	check "rdma link delete the new nse" rdma link delete nse
+	ip link del nsv7
 	check "rdma system set netns shared again" wait_for 60 only_init_net shared
 else
 	rdma system set netns shared 2>/dev/null

@@ -56,6 +56,7 @@ impl<T: Driver> Adapter<T> {
         },
         alloc_ucontext: Some(Self::alloc_ucontext),
         dealloc_ucontext: Some(Self::dealloc_ucontext),
+        disassociate_ucontext: Some(Self::disassociate_ucontext),
         mmap: Some(Self::mmap),
         mmap_free: Some(Self::mmap_free),
         alloc_pd: Some(Self::alloc_pd),
@@ -393,6 +394,23 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: alloc_ucontext succeeded on this context and the core calls this once.
         unsafe { UContext::<T>::drop_data(ibuc) };
     }
+
+    /// Cuts a user context off a device that goes away, or moves to another network
+    /// namespace, while the process still holds it. Offering the op is what lets the core
+    /// go on without waiting for the process: it destroys the context's objects at once
+    /// (the process gets `IB_EVENT_DEVICE_FATAL` and `EIO` from every command after) and
+    /// no longer holds the module for open contexts.
+    ///
+    /// Nothing here needs revoking. The process's only direct access is its mapped rings
+    /// (`queue::mmap`): remap_vmalloc_range gave each mapped page a reference of the
+    /// mapping's own, so the pages outlive the queues the destruction frees, and the kernel
+    /// stops reading them when it destroys the objects. Its doorbells and every other call
+    /// are uverbs commands, which the core now refuses.
+    ///
+    /// # Safety
+    ///
+    /// See [`Self::query_device`].
+    unsafe extern "C" fn disassociate_ucontext(_ibuc: *mut bindings::ib_ucontext) {}
 
     /// # Safety
     ///
