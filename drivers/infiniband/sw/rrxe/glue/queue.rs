@@ -7,7 +7,10 @@
 //! producer and consumer indices each on its own cache line, then a power-of-two number of
 //! power-of-two-sized slots, one always left empty to tell full from empty. A user queue is
 //! exported through an mmap entry of its user context; the entry owns the buffer from then
-//! on, so a mapping that outlives the object still points at valid pages.
+//! on and frees it when the queue removes it. A mapping that outlives the queue (a process
+//! that has not unmapped yet, or one whose context the core cut off) still points at valid
+//! pages: `remap_vmalloc_range` took a page reference of the mapping's own for each page it
+//! mapped, which only the unmap drops.
 
 use super::bindings;
 use super::rdma::udata::UData;
@@ -137,8 +140,8 @@ impl SharedQueue {
         let mapping = NonNull::new(KBox::into_raw(mapping)).ok_or(ENOMEM)?;
         // SAFETY: `uctx` is live for the verb; the entry is zeroed and lives in a stable
         // allocation; on success the
-        // context's xarray references it until `rdma_user_mmap_entry_remove` and the last
-        // vma close, after which `mmap_free` frees it.
+        // context's xarray references it until `rdma_user_mmap_entry_remove`, after which
+        // `mmap_free` frees it (mapped pages keep their own references).
         let err = unsafe {
             bindings::rdma_user_mmap_entry_insert(
                 uctx,
@@ -311,7 +314,8 @@ impl Drop for SharedQueue {
     fn drop(&mut self) {
         match self.mapping {
             // SAFETY: the entry was inserted by `export`; removing it drops the insert
-            // reference, and `mmap_free` frees the buffer when no vma maps it any more.
+            // reference, and `mmap_free` frees the buffer then; pages still mapped live on
+            // through the mapping's own page references.
             Some(mapping) => unsafe {
                 bindings::rdma_user_mmap_entry_remove(Opaque::raw_get(addr_of_mut!(
                     (*mapping.as_ptr()).entry

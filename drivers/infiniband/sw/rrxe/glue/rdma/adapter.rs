@@ -401,11 +401,10 @@ impl<T: Driver> Adapter<T> {
     /// (the process gets `IB_EVENT_DEVICE_FATAL` and `EIO` from every command after) and
     /// no longer holds the module for open contexts.
     ///
-    /// Nothing here needs revoking. The process's only direct access is its mapped rings
-    /// (`queue::mmap`): remap_vmalloc_range gave each mapped page a reference of the
-    /// mapping's own, so the pages outlive the queues the destruction frees, and the kernel
-    /// stops reading them when it destroys the objects. Its doorbells and every other call
-    /// are uverbs commands, which the core now refuses.
+    /// Nothing here needs revoking. The process's only direct access is its mapped rings,
+    /// whose pages outlive the queues the destruction frees (see `queue`'s module doc) and
+    /// which the kernel stops reading when it destroys the objects. Its doorbells and every
+    /// other call are uverbs commands, which the core now refuses.
     ///
     /// # Safety
     ///
