@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Side B of make check's release-kernel boot, through the kselftest runner (lib/sides.sh):
-# rdma_rxe and rrxe servers for side A's interoperability clients (interop-peer.sh), then
-# rrxe in network namespaces (netns.sh, one VM: it runs while side A runs rdma-core's
-# suite). The debug kernel runs netns.sh in `make soak` (side-b.sh): under make check's
-# debug boot it would cost side A minutes of waiting for side B.
+# rdma_rxe and rrxe servers for side A's interoperability clients (interop-peer.sh), the
+# peers of spray.sh and credits.sh, then rrxe in network namespaces (netns.sh, one VM: it
+# runs while side A runs rdma-core's suite). The debug kernel runs netns.sh in `make soak`
+# (side-b.sh): under make check's debug boot it would cost side A minutes of waiting.
 here=$(dirname "$0")
 . "$here/lib/sides.sh"
-run_programs interop-peer.sh netns.sh
+wire=(spray-peer.sh credits-peer.sh)
+[ "${RRXE_SOAK:-0}" = 1 ] && wire=()
+run_programs interop-peer.sh "${wire[@]}" netns.sh
