@@ -696,19 +696,26 @@ fn responder_atomic_write_stores_once_and_acks_duplicates() {
     assert_eq!(p.nodes[B].mem.regions[&7].data, vec![0; 16]);
 }
 
-#[test]
-fn responder_reexecutes_duplicate_read_from_requested_psn() {
-    let mut p = responder_b();
-    let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+/// A region of `len` patterned bytes at 0x2000 under R_Key 8 on B, and the
+/// RETH of a Read of it from offset `off` to its end.
+fn read_region(p: &mut Pair, len: u32) -> (Vec<u8>, impl Fn(u64) -> ExtHeaders) {
+    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
     p.nodes[B].add_region(8, 0x2000, data.clone());
-    let reth = |off: u64| ExtHeaders {
+    let reth = move |off: u64| ExtHeaders {
         reth: Some(Reth {
             va: 0x2000 + off,
             rkey: 8,
-            dma_len: 1000 - off as u32,
+            dma_len: len - off as u32,
         }),
         ..ExtHeaders::default()
     };
+    (data, reth)
+}
+
+#[test]
+fn responder_reexecutes_duplicate_read_from_requested_psn() {
+    let mut p = responder_b();
+    let (data, reth) = read_region(&mut p, 1000);
     inject(
         &mut p.nodes[B],
         0,
@@ -1620,16 +1627,7 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
 #[test]
 fn duplicate_read_inside_a_replay_in_progress_restarts_there() {
     let mut p = responder_b();
-    let data: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
-    p.nodes[B].add_region(8, 0x2000, data.clone());
-    let reth = |off: u64| ExtHeaders {
-        reth: Some(Reth {
-            va: 0x2000 + off,
-            rkey: 8,
-            dma_len: 4000 - off as u32,
-        }),
-        ..ExtHeaders::default()
-    };
+    let (data, reth) = read_region(&mut p, 4000);
     let read_at = |psn: u32| {
         request(
             codes::RC_RDMA_READ_REQUEST,
