@@ -14,14 +14,25 @@ for i in $(seq 10); do ip link show lo >/dev/null; done
 t2=$(date +%s.%N)
 for i in $(seq 3); do python3 -c pass; done
 t3=$(date +%s.%N)
-modprobe rrxe; ip link add ub0 type veth peer name ub1; ip link set ub0 up; ip link set ub1 up; ip addr add 198.18.9.1/24 dev ub0; rdma link add rrxe0 type rrxe netdev ub0; sleep 2
+modprobe rrxe
+ip link add ub0 type veth peer name ub1
+ip link set ub0 up
+ip link set ub1 up
+ip addr add 198.18.9.1/24 dev ub0
+rdma link add rrxe0 type rrxe netdev ub0
+sleep 2 # the IPv4 GID
 t4=$(date +%s.%N)
 for i in $(seq 5); do ibv_devinfo -d rrxe0 >/dev/null; done
 t5=$(date +%s.%N)
-timeout 120 ibv_rc_pingpong -d rrxe0 -g 1 -n 200 >/dev/null 2>&1 & sleep 3; timeout 120 ibv_rc_pingpong -d rrxe0 -g 1 -n 200 127.0.0.1 >/dev/null 2>&1; wait
+timeout 120 ibv_rc_pingpong -d rrxe0 -g 1 -n 200 >/dev/null 2>&1 &
+sleep 3 # the server listening
+timeout 120 ibv_rc_pingpong -d rrxe0 -g 1 -n 200 127.0.0.1 >/dev/null 2>&1
+wait
 t6=$(date +%s.%N)
-rdma link delete rrxe0; rmmod rrxe
+rdma link delete rrxe0
+rmmod rrxe
 t7=$(date +%s.%N)
+ip link delete ub0
 echo "true x20: $(echo "$t1 - $t0" | bc)"
 echo "ip x10: $(echo "$t2 - $t1" | bc)"
 echo "python3 x3: $(echo "$t3 - $t2" | bc)"

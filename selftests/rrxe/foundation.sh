@@ -60,7 +60,7 @@ sed 's/^/#   /' /tmp/devinfo.txt
 # --- GIDs follow addresses ---------------------------------------------------------------
 ip addr add 198.18.7.1/24 dev eth0
 check "GID for 198.18.7.1 appears in sysfs, RoCE v2" wait_for 5 gid_index rrxe0 198.18.7.1
-check "ibv_devinfo shows the IPv4 GID (RoCE v2)" bash -c "ibv_devinfo -v -d rrxe0 | grep -q '::ffff:198.18.7.1, RoCE v2'"
+check "ibv_devinfo shows the IPv4 GID (RoCE v2)" listed_gid rrxe0 ::ffff:198.18.7.1
 ip -6 addr add 2001:db8:7::1/64 dev eth0 nodad
 check "GID for 2001:db8:7::1 appears in sysfs, RoCE v2" wait_for 5 gid_index rrxe0 2001:db8:7::1
 ip addr del 198.18.7.1/24 dev eth0
