@@ -30,6 +30,14 @@ impl Requester {
     /// una) is unsolicited, or a duplicate (IBA 9.7.7.2.4 makes them look
     /// alike): with a credit count it shows the responder announces credits
     /// as receives are posted, whatever holds ran out before.
+    ///
+    /// A NAK (RNR or other) carries a valid MSN but no credit count: the LSN
+    /// it leaves is the last one announced, MSN + credits of the ACK that
+    /// announced it (IBA 9.7.7.2.4, table 17-8). Credits are kept relative to
+    /// the MSN, so a NAK that moves the MSN on takes as many off them: keeping
+    /// the count would move the LSN on by the messages completed since, and
+    /// the requester would send that many messages past the responder's
+    /// receive queue unannounced (each then refused with an RNR NAK).
     pub(super) fn update_credits(
         &mut self,
         syndrome: Syndrome,
@@ -39,6 +47,7 @@ impl Requester {
         if msn.is_before(self.msn) {
             return;
         }
+        let completed = self.msn.distance_to(msn);
         self.msn = msn;
         if let Syndrome::Ack(code) = syndrome {
             self.credits = code.credits();
@@ -48,6 +57,8 @@ impl Requester {
                     self.holds_expired = 0;
                 }
             }
+        } else if let Some(credits) = self.credits.as_mut() {
+            *credits = credits.saturating_sub(completed);
         }
     }
 

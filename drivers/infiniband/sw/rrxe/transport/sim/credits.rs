@@ -334,6 +334,72 @@ fn retransmitted_probe(timeout: u8) -> u64 {
     p.now - start
 }
 
+/// An RNR NAK carries the MSN but no credit count, so the LSN stays where
+/// the last ACK put it (IBA 9.7.7.2.4). B announces two receives at MSN 0
+/// (LSN 2) and never reposts until told: of four three-packet Sends, A sends
+/// two within the LSN and probes with the third, which B refuses with an
+/// RNR NAK at MSN 2, its ACKs of the first two lost. Reading that MSN with
+/// the old count (as the first run on a loaded host did) would put the LSN
+/// at 4, release the probe's hold and send the fourth Send unannounced into
+/// an empty receive queue; it must wait until B posts receives.
+#[test]
+fn rnr_nak_moves_the_msn_but_not_the_lsn() {
+    let mut p = Pair::connect(Setup::rc(), 5, Link::PERFECT);
+    p.nodes[B].post_recv(1, 1024);
+    p.nodes[B].post_recv(2, 1024);
+    p.run_until(1000, |_| false);
+    p.wire.clear();
+    // B's ACKs of the first two Sends are lost (or, as on a loaded host,
+    // late): its RNR NAK is the first AETH that says MSN 2.
+    p.wire_fault = Some(std::boxed::Box::new(|w: &Wire| {
+        w.from == B && matches!(w.aeth, Some((Syndrome::Ack(_), _)))
+    }));
+    // 600 bytes at MTU 256: three packets each.
+    for i in 1..=4 {
+        post_send(&mut p.nodes[A], i, 600);
+    }
+    let rnr_naks = |p: &Pair| {
+        p.wire
+            .iter()
+            .filter(|w| matches!(w.aeth, Some((Syndrome::RnrNak(_), _))))
+            .count()
+    };
+    // Three refusals of the probe: two retransmissions after the RNR timer.
+    assert!(p.run_until(10_000, |p| rnr_naks(p) == 3), "{:#?}", p.wire);
+    let probe = p
+        .wire
+        .iter()
+        .find(|w| matches!(w.aeth, Some((Syndrome::RnrNak(_), _))))
+        .map(|w| w.psn)
+        .unwrap_or_default();
+    let posted_at = p.now;
+    p.wire_fault = None;
+    p.nodes[B].post_recv(3, 1024);
+    p.nodes[B].post_recv(4, 1024);
+    assert!(p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 4));
+    let fourth = (probe + 3) & 0xFF_FFFF;
+    let early: Vec<&Wire> = p
+        .wire
+        .iter()
+        .filter(|w| w.from == A && w.request && w.psn == fourth && w.at < posted_at)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "Send 4 left before B had a receive for it: {early:#?}"
+    );
+    for w in p.wire.iter().filter(|w| w.from == B) {
+        if let Some((Syndrome::RnrNak(_), _)) = w.aeth {
+            assert_eq!(w.psn, probe, "only the probe is refused: {w:?}");
+        }
+    }
+    assert!(p.nodes[A]
+        .send_completions()
+        .iter()
+        .all(|c| c.status == WcStatus::Success));
+    assert_eq!(p.nodes[B].recv_completions().len(), 4);
+    data_ok(&p.nodes[B]);
+}
+
 #[test]
 fn retransmitted_probe_asks_for_its_ack() {
     // RNR timer (10 us) and a few round trips, nowhere near the 1 ms
