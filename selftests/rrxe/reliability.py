@@ -71,6 +71,24 @@ def counters(dev):
     return {k: v for k, v in json.loads(out)[0].items() if isinstance(v, int)}
 
 
+def net_state():
+    """The egress qdisc's and the neighbour table's own counts: where a packet the RDMA
+    counters say was sent can still have been dropped (queue overflow, an unresolved
+    neighbour) before the wire."""
+    out = []
+    for cmd in (["tc", "-s", "qdisc", "show", "dev", "eth0"], ["ip", "-s", "neigh", "show"],
+                ["ip", "-s", "link", "show", "dev", "eth0"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        out.append("$ " + " ".join(cmd) + "\n" + (r.stdout + r.stderr).rstrip())
+    return "\n".join(out)
+
+
+def moved(before, after):
+    """Every counter that changed, with its change."""
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after
+            if after.get(k, 0) != before.get(k, 0)}
+
+
 def netem(args):
     if args:
         subprocess.run(["tc", "qdisc", "replace", "dev", "eth0", "root", "netem"] + args.split(),
@@ -225,6 +243,8 @@ def serve(dev, gid_index, port):
                 reply({"ok": True})
             elif cmd == "counters":
                 reply(counters(dev))
+            elif cmd == "net_state":
+                reply({"text": net_state()})
             elif cmd == "bye":
                 reply({"ok": True})
                 break
@@ -402,15 +422,23 @@ def client(dev, gid_index, host, port):
             errors += ["side B: " + x for x in v["errors"]]
             # The requester's counters are A's, the responder's B's.
             da = delta(a_before, counters(dev), "retransmitted_pkts", "ack_timeouts",
-                       "seq_naks_rcvd", "implied_naks")
+                       "seq_naks_rcvd", "implied_naks", "rcvd_queue_full")
             db = delta(b_before, peer("counters"), "duplicate_requests",
-                       "out_of_seq_requests", "seq_naks_sent")
+                       "out_of_seq_requests", "seq_naks_sent", "send_errors")
             print(f"#   {name}: requester {da}, responder {db}")
             if evidence is not None and {**da, **db}[evidence] == 0:
                 errors.append(f"{evidence} did not move: did netem act?")
+            if errors:
+                # What a failed round needs to be understood without a rerun: every
+                # counter that moved on each side, and the stack below rrxe (netem's
+                # qdisc, neighbours) before netem is taken off.
+                errors = errors[:20] + [
+                    f"side A moved: {moved(a_before, counters(dev))}",
+                    f"side B moved: {moved(b_before, peer('counters'))}",
+                    "side A's stack:", net_state(), "side B's stack:", peer("net_state")["text"]]
             report(not errors, f"{name}: {nsend} sends, {nwrite} writes, {nread} reads, "
                    f"{natomic} fetch-and-adds complete once, in order, data verified "
-                   f"({secs:.1f}s)", "\n".join(errors[:20]))
+                   f"({secs:.1f}s)", "\n".join(errors))
         except Exception:  # noqa: BLE001 - each round reports on its own
             report(False, f"{name}: traffic", traceback.format_exc())
         finally:
