@@ -49,8 +49,10 @@ step() { # name log command...
 
 # Counts a side's KTAP, as the kselftest runner prints it: each program's result at the top
 # (`ok N selftests: rrxe: PROGRAM`, or `not ok ...` with `# exit=N` or `# TIMEOUT`), its own
-# checks nested one level below (`# ok N ...`). Every result counts, a program's as one more:
-# a program that died without a failing check still fails. Skips are reported, not counted.
+# checks nested one level below (`# ok N ...`), and the checks of a helper program it runs as
+# a subtest one more level down, indented (`#   ok N ...`). Every result counts, a program's
+# or a subtest's as one more: one that died without a failing check still fails. Skips are
+# reported, not counted.
 count_tap() { # file label
 	local file=$1 label=$2 line
 	[ -f "$file" ] || {
@@ -59,6 +61,7 @@ count_tap() { # file label
 	}
 	while IFS= read -r line; do
 		line=${line#\# }
+		line=${line#"${line%%[! ]*}"}
 		case "$line" in
 		"ok "*"# SKIP"*) echo "SKIP: $label: ${line#ok }" ;;
 		"ok "*) record pass "$label: ${line#ok }" ;;

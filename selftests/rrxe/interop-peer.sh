@@ -5,9 +5,7 @@
 here=$(dirname "$0")
 . "$here/lib/tap.sh"
 tap_need_peer
-rc=0
-echo "# === rdma_rxe (B) serving rrxe (A)"
-VERBS_MOD=rdma_rxe "$here/verbs-peer.sh" || rc=1
-echo "# === rrxe (B) serving rdma_rxe (A)"
-VERBS_MOD=rrxe "$here/verbs-peer.sh" || rc=1
-exit $rc
+tap_begin "interoperability with rdma_rxe, side B"
+subtest "rdma_rxe (B) serving rrxe (A)" env VERBS_MOD=rdma_rxe "$here/verbs-peer.sh"
+subtest "rrxe (B) serving rdma_rxe (A)" env VERBS_MOD=rrxe "$here/verbs-peer.sh"
+tap_end

@@ -6,9 +6,9 @@
 here=$(dirname "$0")
 . "$here/lib/tap.sh"
 tap_need_peer
-rc=0
-echo "# === rrxe (A) -> rdma_rxe (B)"
-VERBS_MOD=rrxe VERBS_LOOPBACK=0 "$here/verbs.sh" || rc=1
-echo "# === rdma_rxe (A) -> rrxe (B)"
-VERBS_MOD=rdma_rxe VERBS_LOOPBACK=0 "$here/verbs.sh" || rc=1
-exit $rc
+tap_begin "interoperability with rdma_rxe, side A"
+subtest "rrxe (A) -> rdma_rxe (B): verbs.sh's clients over the wire" \
+	env VERBS_MOD=rrxe VERBS_LOOPBACK=0 "$here/verbs.sh"
+subtest "rdma_rxe (A) -> rrxe (B): verbs.sh's clients over the wire" \
+	env VERBS_MOD=rdma_rxe VERBS_LOOPBACK=0 "$here/verbs.sh"
+tap_end

@@ -5,14 +5,15 @@ set -u
 here=$(dirname "$0")
 . "$here/lib/tap.sh"
 tap_need_peer
+. "$here/lib/gid.sh"
 . "$here/lib/srq.sh"
 
 tap_begin "ibv_srq_pingpong servers, peer side"
 check "modprobe rrxe" modprobe rrxe
 ip link set eth0 up
 check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
-wait_for 10 gid_index "$RRXE_LOCAL_IP4"
-G=$(gid_index "$RRXE_LOCAL_IP4")
+wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4"
+G=$(gid_index rrxe0 "$RRXE_LOCAL_IP4")
 # In make check side A reaches its client only after the tests before srq.sh and srq.sh's
 # single-VM half, which took 25 minutes on a host running at half speed: wait for it, as
 # the other servers do.

@@ -7,18 +7,19 @@
 set -u
 here=$(dirname "$0")
 . "$here/lib/tap.sh"
+. "$here/lib/gid.sh"
 . "$here/lib/srq.sh"
 
-modprobe rrxe || exit 1
+tap_begin "shared receive queues on rrxe0"
+check "modprobe rrxe" modprobe rrxe
 ip link set eth0 up
-rdma link add rrxe0 type rrxe netdev eth0 || exit 1
-wait_for 10 gid_index "$RRXE_LOCAL_IP4"
-G=$(gid_index "$RRXE_LOCAL_IP4")
+check "rdma link add rrxe0 type rrxe netdev eth0" rdma link add rrxe0 type rrxe netdev eth0
+check "rrxe0: IPv4 GID" wait_for 10 gid_index rrxe0 "$RRXE_LOCAL_IP4"
+G=$(gid_index rrxe0 "$RRXE_LOCAL_IP4")
 
-RRXE_GID=$G python3 "$here/srq.py"
-rc=$?
+export RRXE_GID=$G
+subtest "srq.py: SRQ verbs, limits and traffic (pyverbs)" python3 "$here/srq.py"
 
-tap_begin "ibv_srq_pingpong on rrxe0"
 loopback() {
 	local srv
 	timeout 120 ibv_srq_pingpong -d rrxe0 -g "$G" -n 200 -p 18600 -c &
@@ -58,8 +59,6 @@ else
 	skip "two VMs" "RRXE_SRQ_PEER is not 1"
 	skip "two VMs, events" "RRXE_SRQ_PEER is not 1"
 fi
-tap_end || rc=1
-
-rdma link delete rrxe0
-rmmod rrxe
-exit $rc
+check "rdma link delete rrxe0" rdma link delete rrxe0
+check "rmmod rrxe" rmmod rrxe
+tap_end

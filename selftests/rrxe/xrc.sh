@@ -31,16 +31,16 @@ rxe)
 	;;
 esac
 
-device_up "$mod" "$dev" || exit 1
-if [ -z "$gid" ]; then
-	rc=1
-else
-	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc.py"
-	rc=$?
-	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_data.py" || rc=1
+tap_begin "XRC on $dev"
+check "$mod: $dev up (over eth0, else a veth pair)" \
+	device_up "$mod" "$dev"
+if check "$dev has a RoCE v2 GID" test -n "${gid:-}"; then
+	export RRXE_DEV=$dev RRXE_GID=$gid
+	subtest "xrc.py: domains, SRQs, target QPs and their misuse" python3 "$here/xrc.py"
+	subtest "xrc_data.py: traffic into XRC SRQs, and the NAKs" python3 "$here/xrc_data.py"
 	# Two VMs (the peer runs xrc-peer.sh): a target outliving its creator receives from the
 	# peer's initiator; one skip unless RRXE_XRC_PEER (else RRXE_SRQ_PEER) is 1.
-	RRXE_DEV=$dev RRXE_GID=$gid python3 "$here/xrc_seed.py" a || rc=1
+	subtest "xrc_seed.py: the seed's scenario against side B" python3 "$here/xrc_seed.py" a
 fi
 device_down
-exit $rc
+tap_end

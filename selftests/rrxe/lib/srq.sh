@@ -5,20 +5,6 @@
 # make check, 500 in make soak (tap.sh's soak; both scripts source tap.sh first).
 if soak; then SRQ_WIRE_N=500; else SRQ_WIRE_N=100; fi
 
-# The GID index of rrxe0's RoCEv2 entry for IPv4 address $1.
-gid_index() {
-	local hex f
-	hex=$(printf '%02x%02x:%02x%02x' $(echo "$1" | tr . ' '))
-	for f in /sys/class/infiniband/rrxe0/ports/1/gids/*; do
-		if grep -q "ffff:$hex" "$f" 2>/dev/null; then
-			case $(cat "/sys/class/infiniband/rrxe0/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null) in
-			*v2*) basename "$f"; return 0 ;;
-			esac
-		fi
-	done
-	return 1
-}
-
 # Runs an ibv_srq_pingpong client against $1, retrying while the server is not listening.
 srq_pp_client() {
 	local host=$1 tries=0 log=/tmp/srq-pp-client.log

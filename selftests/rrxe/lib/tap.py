@@ -70,8 +70,8 @@ def _say(*lines):
 
 
 def begin(title):
-    """The stream's header: the KTAP version and a comment line naming what runs. A process
-    may print several streams; each starts afresh."""
+    """The stream's header: the KTAP version and a comment line naming what runs. One stream
+    a process; a shell program that runs several nests them (tap.sh's subtest)."""
     global _n, _failed, _skipped
     _n = _failed = _skipped = 0
     ksft.ksft_cnt = {"pass": 0, "fail": 0, "skip": 0}

@@ -7,6 +7,9 @@
 #   check DESC CMD...       run CMD, report ok/not ok with DESC
 #   check_fails DESC CMD... CMD must fail
 #   skip DESC REASON        report a skip, its reason in the description
+#   subtest DESC CMD...     run CMD, a program with a KTAP stream of its own, as a subtest:
+#                           its lines indented one level, then one result for it here (ok on
+#                           exit 0, a skip on exit 4, KSFT_SKIP, not ok otherwise)
 #   tap_end                 print the plan and the totals; return 1 if anything failed
 #   soak                    true in `make soak` (RRXE_SOAK=1), which runs the long variants
 #   tap_need_peer           a program of two VMs: skip it all (KTAP "1..0 # SKIP", exit 4)
@@ -57,7 +60,7 @@ soak() {
 # Why `make check` skips a soak-only check (tap.py has the same).
 SOAK_ONLY="soak only (make soak: RRXE_SOAK=1)"
 
-# A program may print several streams (its own and its helpers'): each starts afresh.
+# One stream a program; a helper's stream nests in it as a subtest (subtest below).
 tap_begin() {
 	TAP_N=0 TAP_PASS=0 TAP_FAIL=0 TAP_SKIP=0
 	KTAP_TESTNO=1 KTAP_CNT_PASS=0 KTAP_CNT_FAIL=0 KTAP_CNT_SKIP=0
@@ -109,6 +112,24 @@ skip() {
 	TAP_SKIP=$((TAP_SKIP + 1))
 	# ktap_test_skip takes no reason; the description carries it.
 	_ktap ktap_test_skip "$1 (skipped: $2)"
+}
+
+# KTAP nesting (Documentation/dev-tools/ktap.rst): a subtest's lines, from its version line
+# to its last, are indented by two spaces, and its parent's result line follows them. The
+# indenting loop is bash's own: a process costs seconds in a debug guest. stderr is
+# indented with the rest ("unknown lines" may be either).
+subtest() {
+	local desc=$1 t0=$SECONDS line rc
+	shift
+	"$@" 2>&1 | while IFS= read -r line; do printf '  %s\n' "$line"; done
+	rc=${PIPESTATUS[0]}
+	case $rc in
+	0) _tap_result ok "$desc" ;;
+	"$KSFT_SKIP") skip "$desc" "the subtest skipped itself (exit $rc)" ;;
+	*) _tap_result fail "$desc" "subtest exit $rc: $*" ;;
+	esac
+	_tap_took $t0
+	[ "$rc" = 0 ] || [ "$rc" = "$KSFT_SKIP" ]
 }
 
 # Polls CMD for up to SECONDS (default 5) until it succeeds.
