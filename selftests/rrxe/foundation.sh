@@ -160,39 +160,7 @@ fi
 # IBV_EVENT_DEVICE_FATAL on its async event fd, then EIO from every command). The holder
 # keeps a PD, which the cut destroys, and closes what is left after.
 rm -f /tmp/ctx-open /tmp/ctx-result
-RRXE_LIB="$(cd "$(dirname "$0")" && pwd)/lib" python3 - <<'PY' &
-import os
-import select
-import sys
-sys.path.insert(0, os.environ["RRXE_LIB"])
-from uverbs_raw import async_event_fds
-from pyverbs.device import Context
-from pyverbs.pd import PD
-import pyverbs.enums as e
-before = async_event_fds()
-ctx = Context(name='rrxe0')
-(fd,) = async_event_fds() - before
-pd = PD(ctx)
-open('/tmp/ctx-open', 'w').close()
-ready, _, _ = select.select([fd], [], [], 600)
-kind = None
-if ready:
-    ev = ctx.get_async_event()
-    kind = "DEVICE_FATAL" if ev.event_type == e.IBV_EVENT_DEVICE_FATAL else ev.event_type
-    ev.ack()
-try:
-    ctx.query_device()
-    err = 0
-except Exception as exc:
-    err = getattr(exc, "error_code", None) or getattr(exc, "errno", None)
-with open('/tmp/ctx-result', 'w') as f:
-    f.write(f"event={kind} errno={err}\n")
-for o in (pd, ctx):
-    try:
-        o.close()
-    except Exception:
-        pass
-PY
+python3 "$(dirname "$0")/lib/fatal_hold.py" rrxe0 /tmp/ctx-open /tmp/ctx-result &
 py_pid=$!
 wait_for 180 test -e /tmp/ctx-open
 check "rmmod with a user context open completes at once" timeout 60 rmmod rrxe

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Everything VM B runs in the debug boot of `make check`, through the kselftest runner
 # (lib/sides.sh): the foundation peer, then the single-VM programs that fill the time side
-# A spends on its own (teardown under traffic, MWs; in make soak also rrxe in network
-# namespaces, which make check runs in the release boot), then the peers of side A's pairs.
-# Each peer waits on its control channel until its side-A program connects.
+# A spends on its own (teardown under traffic, MWs, rrxe in network namespaces), then the
+# peers of side A's pairs. Each peer waits on its control channel until its side-A program
+# connects.
 here=$(dirname "$0")
 . "$here/lib/sides.sh"
-soak_netns=() soak_wire=()
-[ "${RRXE_SOAK:-0}" = 1 ] && soak_netns=(netns.sh) soak_wire=(spray-peer.sh credits-peer.sh)
-run_programs foundation-peer.sh teardown.sh mw.sh "${soak_netns[@]}" verbs-peer.sh \
+soak_wire=()
+[ "${RRXE_SOAK:-0}" = 1 ] && soak_wire=(spray-peer.sh credits-peer.sh)
+run_programs foundation-peer.sh teardown.sh mw.sh netns.sh verbs-peer.sh \
 	srq-peer.sh xrc-peer.sh qp-peer.sh "${soak_wire[@]}" mcast-peer.sh apm-peer.sh \
 	reliability-peer.sh nvmeof-peer.sh
