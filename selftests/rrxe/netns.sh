@@ -5,10 +5,11 @@
 # ib_write_bw over IPv4 and IPv6; the RoCEv2 sockets (UDP 4791) of each namespace open with
 # its first device and close with its last, leaving init_net's alone; a netdev unregistered
 # under a device; a namespace deleted under devices with live QPs and open user contexts;
+# a namespace deleted under a device on a physical netdev lent to it (NETNS_LEND=eth0);
 # devices on tun devices, and the port's data counters; the RDMA core's exclusive netns
-# mode, a device moved into a namespace under an open user context. Nothing may splat or leak (the harness checks the logs after the boot; the debug
-# kernel's KASAN, lockdep and kmemleak in make soak, side-b.sh; make check runs it on the
-# release kernel, release-b.sh).
+# mode, a device moved into a namespace under an open user context. Nothing may splat or
+# leak (the harness checks the logs after the boot; make check runs it in both boots, on
+# side B: side-b.sh, under the debug kernel's KASAN, lockdep and kmemleak, and release-b.sh).
 #   scripts/vm.sh --variant debug --module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/netns.sh
 set -u
 here=$(dirname "$0")
@@ -80,6 +81,26 @@ check "... and IPv6 address" wait_for 20 gid_index nsa "$A6"
 check "nsb's GID table has its namespace's addresses" \
 	wait_for 20 bash -c ". $here/lib/gid.sh; gid_index nsb $B4 && gid_index nsb $B6"
 check "the veth carries IP between the namespaces" in1 ping -c 1 -W 5 "$B4"
+# Netdev names are per namespace: both have an "nsdup". A device added from inside $N2 on
+# "nsdup" is on $N2's, whose address its GID table holds, and not on $N1's.
+ip -n "$N1" -batch - <<EOF
+link add nsdup type dummy
+addr add 198.51.102.1/24 dev nsdup
+link set nsdup up
+EOF
+ip -n "$N2" -batch - <<EOF
+link add nsdup type dummy
+addr add 198.51.102.2/24 dev nsdup
+link set nsdup up
+EOF
+check "a device on nsdup from inside $N2 (both namespaces have a netdev of that name)" \
+	in2 rdma link add nsdup2 type rrxe netdev nsdup
+dup_is_n2s() { gid_index nsdup2 198.51.102.2 && ! gid_index nsdup2 198.51.102.1; }
+check "... on $N2's nsdup: its GID table has $N2's address on it, not $N1's" \
+	wait_for 20 dup_is_n2s
+check "rdma link delete nsdup2" rdma link delete nsdup2
+ip -n "$N1" link del nsdup
+ip -n "$N2" link del nsdup
 
 # --- traffic between the namespaces ---------------------------------------------------------
 # Servers in $N2 on nsb, clients in $N1 on nsa; every exchange's data is verified by the
@@ -167,6 +188,58 @@ check "$N2 has UDP 4791 open" socks_are "$N2" 2
 check "ip netns del $N2" ip netns del "$N2"
 check "the device goes with the namespace" wait_for 60 no_dev nsb
 ip link del nsv4 2>/dev/null
+
+# --- a physical netdev lent to a namespace ---------------------------------------------------
+# A netdev without rtnl_link_ops of its own (virtio-net's eth0) is not destroyed with a
+# namespace: the namespace's dismantling moves it back to init_net, which unregisters it in
+# the namespace first. The device on it must go, the namespace's sockets close (by the
+# device's removal or by rrxe's pernet exit, whichever comes first: dmesg names it), and
+# init_net's stay. The VM then gets its eth0 back as scripts/vm-init.sh set it up (moving
+# resets its addresses and per-device sysctls), so the peer programs after this one use it
+# as before. Only with NETNS_LEND=eth0 (side-b.sh and release-b.sh set it; a VM without a
+# wire has no netdev to lend).
+N3=rrxens3
+lend_back() { # restores $1 in init_net as vm-init.sh left it
+	local c=/proc/sys/net/ipv6/conf/$1
+	echo 0 >"$c/accept_dad" && echo 0 >"$c/router_solicitations" &&
+		echo 1 >"$c/keep_addr_on_down" &&
+		ip -batch - <<-EOF
+		addr replace $RRXE_LOCAL_IP4/24 dev $1
+		addr replace $RRXE_LOCAL_IP6/64 dev $1
+		link set $1 up
+		EOF
+}
+P=${NETNS_LEND:-}
+if [ -z "$P" ] || [ ! -e "/sys/class/net/$P" ] || [ -z "${RRXE_LOCAL_IP4:-}" ]; then
+	skip "a device on a physical netdev lent to a namespace that is then deleted" \
+		"no netdev to lend (NETNS_LEND names one, with RRXE_LOCAL_IP4/6 to restore it)"
+else
+	ip netns add "$N3"
+	check "lend $P to $N3" ip link set "$P" netns "$N3"
+	ip -n "$N3" -batch - <<-EOF
+	link set lo up
+	addr add 192.0.2.77/24 dev $P
+	link set $P up
+	EOF
+	check "a device nsp on $P from inside $N3" \
+		ip netns exec "$N3" rdma link add nsp type rrxe netdev "$P"
+	check "$N3 has UDP 4791 open, IPv4 and IPv6" socks_are "$N3" 2
+	check "nsp's GID table has $N3's address" wait_for 20 gid_index nsp 192.0.2.77
+	before=$(dmesg | wc -l)
+	check "ip netns del $N3" ip netns del "$N3"
+	check "nsp goes with the namespace" wait_for 60 no_dev nsp
+	check "$P comes back to init_net" wait_for 60 test -e "/sys/class/net/$P"
+	closes() { dmesg | tail -n +$((before + 1)) | grep 'rrxe: RoCEv2 UDP port 4791 closed'; }
+	closed_once() { [ "$(closes | wc -l)" = 1 ]; }
+	check "$N3's sockets were closed once" wait_for 20 closed_once
+	closes | sed 's/^/# /'
+	check "init_net's sockets are untouched" socks_are - "$init_socks"
+	check "$P set up again as the VM had it" lend_back "$P"
+	check "a device on $P in init_net again, with its GID" bash -c \
+		". $here/lib/gid.sh; rdma link add nsq type rrxe netdev $P &&
+		for i in \$(seq 50); do gid_index nsq $RRXE_LOCAL_IP4 && exit 0; sleep 0.2; done; exit 1"
+	check "rdma link delete nsq" rdma link delete nsq
+fi
 
 # --- tun devices (L3 only: no link-layer header, no address) -------------------------------
 # As in Linux 6.15's rdma_rxe: GIDs are the tun's IP addresses (assigned before the device is

@@ -7,6 +7,9 @@
 # side-b.sh, under KASAN, lockdep and kmemleak).
 here=$(dirname "$0")
 . "$here/lib/sides.sh"
+# netns.sh lends eth0 to a namespace and deletes it (a physical netdev's way back to
+# init_net), then sets eth0 up again as scripts/vm-init.sh did.
+export NETNS_LEND=${NETNS_LEND:-eth0}
 wire=(spray-peer.sh credits-peer.sh)
 [ "${RRXE_SOAK:-0}" = 1 ] && wire=()
 run_programs interop-peer.sh "${wire[@]}" netns.sh

@@ -7,6 +7,9 @@
 # connects.
 here=$(dirname "$0")
 . "$here/lib/sides.sh"
+# netns.sh lends eth0 to a namespace and deletes it (a physical netdev's way back to
+# init_net), then sets eth0 up again as scripts/vm-init.sh did.
+export NETNS_LEND=${NETNS_LEND:-eth0}
 soak_wire=()
 [ "${RRXE_SOAK:-0}" = 1 ] && soak_wire=(spray-peer.sh credits-peer.sh)
 run_programs foundation-peer.sh teardown.sh mw.sh netns.sh verbs-peer.sh \
