@@ -46,18 +46,16 @@ closed0=$(closed_lines)
 ip netns add "$N1"
 ip netns add "$N2"
 ip link add nsv1 netns "$N1" type veth peer name nsv2 netns "$N2"
-ip -n "$N1" -batch - <<EOF
-link set lo up
-addr add $A4/24 dev nsv1
-addr add $A6/64 dev nsv1 nodad
-link set nsv1 up
-EOF
-ip -n "$N2" -batch - <<EOF
-link set lo up
-addr add $B4/24 dev nsv2
-addr add $B6/64 dev nsv2 nodad
-link set nsv2 up
-EOF
+veth_up() { # NS DEV ADDR4 ADDR6: lo and DEV up in NS, DEV with both addresses
+	ip -n "$1" -batch - <<-EOF
+	link set lo up
+	addr add $3/24 dev $2
+	addr add $4/64 dev $2 nodad
+	link set $2 up
+	EOF
+}
+veth_up "$N1" nsv1 "$A4" "$A6"
+veth_up "$N2" nsv2 "$B4" "$B6"
 
 # --- devices added from inside their namespaces ------------------------------------------
 check "no RoCEv2 socket in $N1 before a device" socks_are "$N1" 0
