@@ -56,6 +56,13 @@ veth_up() { # NS DEV ADDR4 ADDR6: lo and DEV up in NS, DEV with both addresses
 }
 veth_up "$N1" nsv1 "$A4" "$A6"
 veth_up "$N2" nsv2 "$B4" "$B6"
+dummy_up() { # NS NAME [ADDR/LEN]: a dummy netdev up in NS, with the address if given
+	ip -n "$1" -batch - <<-EOF
+	link add $2 type dummy
+	${3:+addr add $3 dev $2}
+	link set $2 up
+	EOF
+}
 
 # --- devices added from inside their namespaces ------------------------------------------
 check "no RoCEv2 socket in $N1 before a device" socks_are "$N1" 0
@@ -81,16 +88,8 @@ check "nsb's GID table has its namespace's addresses" \
 check "the veth carries IP between the namespaces" in1 ping -c 1 -W 5 "$B4"
 # Netdev names are per namespace: both have an "nsdup". A device added from inside $N2 on
 # "nsdup" is on $N2's, whose address its GID table holds, and not on $N1's.
-ip -n "$N1" -batch - <<EOF
-link add nsdup type dummy
-addr add 198.51.102.1/24 dev nsdup
-link set nsdup up
-EOF
-ip -n "$N2" -batch - <<EOF
-link add nsdup type dummy
-addr add 198.51.102.2/24 dev nsdup
-link set nsdup up
-EOF
+dummy_up "$N1" nsdup 198.51.102.1/24
+dummy_up "$N2" nsdup 198.51.102.2/24
 check "a device on nsdup from inside $N2 (both namespaces have a netdev of that name)" \
 	in2 rdma link add nsdup2 type rrxe netdev nsdup
 dup_is_n2s() { gid_index nsdup2 198.51.102.2 && ! gid_index nsdup2 198.51.102.1; }
@@ -134,10 +133,7 @@ for fam in 4 6; do
 done
 
 # --- socket lifetime and netdev unregister within a namespace --------------------------------
-ip -n "$N1" -batch - <<EOF
-link add nsd1 type dummy
-link set nsd1 up
-EOF
+dummy_up "$N1" nsd1
 check "a second device in $N1 (nsc on a dummy)" in1 rdma link add nsc type rrxe netdev nsd1
 check "$N1 still has one socket per family" socks_are "$N1" 2
 check "rdma link delete nsc" rdma link delete nsc
@@ -233,9 +229,8 @@ else
 	closes | sed 's/^/# /'
 	check "init_net's sockets are untouched" socks_are - "$init_socks"
 	check "$P set up again as the VM had it" lend_back "$P"
-	check "a device on $P in init_net again, with its GID" bash -c \
-		". $here/lib/gid.sh; rdma link add nsq type rrxe netdev $P &&
-		for i in \$(seq 50); do gid_index nsq $RRXE_LOCAL_IP4 && exit 0; sleep 0.2; done; exit 1"
+	works_again() { rdma link add nsq type rrxe netdev "$P" && wait_for 10 gid_index nsq "$RRXE_LOCAL_IP4"; }
+	check "a device on $P in init_net again, with its GID" works_again
 	check "rdma link delete nsq" rdma link delete nsq
 fi
 

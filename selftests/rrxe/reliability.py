@@ -83,10 +83,6 @@ def net_state():
     return "\n".join(out)
 
 
-def moved(before, after):
-    """Every counter that changed, with its change."""
-    return {k: after.get(k, 0) - before.get(k, 0) for k in after
-            if after.get(k, 0) != before.get(k, 0)}
 
 
 def netem(args):
@@ -362,6 +358,11 @@ def run_traffic(side, peer_info, seed, nsend, nwrite, nread, natomic, deadline):
 
 def delta(before, after, *names):
     return {k: after.get(k, 0) - before.get(k, 0) for k in names}
+
+
+def moved(before, after):
+    """Every counter that changed, with its change."""
+    return {k: d for k, d in delta(before, after, *after).items() if d}
 
 
 def client(dev, gid_index, host, port):

@@ -9,28 +9,22 @@
 # in builtins: a python3 spawn costs 7 s in a debug guest. Mixed notation (::ffff:1.2.3.4)
 # is not taken.
 ip6_exploded() {
-	local addr=${1,,} head tail g out=() i
-	local -a h=() t=()
+	local addr=${1,,} g w res= gap=0
+	local -a h=() t=() out=()
 	[[ $addr =~ ^[0-9a-f:]+$ ]] || return 1
+	IFS=: read -r -a h <<<"${addr%%::*}"
 	if [[ $addr == *::* ]]; then
-		head=${addr%%::*} tail=${addr#*::}
-		[[ $tail == *::* ]] && return 1
-	else
-		head=$addr tail=
+		[[ ${addr#*::} == *::* ]] && return 1
+		IFS=: read -r -a t <<<"${addr#*::}"
+		gap=$((8 - ${#h[@]} - ${#t[@]}))
+		[ "$gap" -ge 1 ] || return 1
 	fi
-	IFS=: read -r -a h <<<"$head"
-	IFS=: read -r -a t <<<"$tail"
-	if [[ $addr == *::* ]]; then
-		[ $((${#h[@]} + ${#t[@]})) -le 7 ] || return 1
-	else
-		[ ${#h[@]} -eq 8 ] || return 1
-	fi
-	for g in "${h[@]}"; do out+=("$g"); done
-	for ((i = ${#h[@]} + ${#t[@]}; i < 8; i++)); do out+=(0); done
-	for g in "${t[@]}"; do out+=("$g"); done
-	local res= w
+	out=("${h[@]}")
+	for ((; gap > 0; gap--)); do out+=(0); done
+	out+=("${t[@]}")
+	[ ${#out[@]} -eq 8 ] || return 1
 	for g in "${out[@]}"; do
-		[ ${#g} -ge 1 ] && [ ${#g} -le 4 ] || return 1
+		[[ $g =~ ^[0-9a-f]{1,4}$ ]] || return 1
 		printf -v w '%04x' "0x$g"
 		res+=$w:
 	done
