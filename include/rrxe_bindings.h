@@ -5,12 +5,12 @@
  */
 #include <linux/device.h>
 #include <linux/etherdevice.h>
+#include <linux/hrtimer.h>
 #include <linux/if_arp.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/printk.h>
-#include <linux/timer.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_addr.h>

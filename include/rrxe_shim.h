@@ -44,13 +44,14 @@ void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /* Tasks: a work item plus a timer that queues it (glue/task.rs). */
 struct work_struct;
-struct timer_list;
+struct hrtimer;
 void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
 struct workqueue_struct;
 struct workqueue_struct *rrxe_alloc_task_queue(void);
 bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work);
-void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *));
-unsigned long rrxe_jiffies(void);
+void rrxe_hrtimer_setup(struct hrtimer *timer, enum hrtimer_restart (*fn)(struct hrtimer *));
+void rrxe_hrtimer_start(struct hrtimer *timer, u64 delay_ns, u64 slack_ns);
+bool rrxe_hrtimer_is_queued(struct hrtimer *timer);
 u64 rrxe_ktime_get_ns(void);
 
 /* ---- memory / tables: object tables, MR page arrays, memory access ---- */

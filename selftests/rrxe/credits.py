@@ -239,9 +239,31 @@ def serve(dev, gid_index, port):
 
 
 def wire_since(offset):
-    """The decoded RoCE packets of the wire's pcap from byte `offset` on."""
-    return [p for p in (roce_sniff.decode(fr) for _, fr in roce_sniff.pcap_packets(PCAP, offset))
-            if p]
+    """The decoded RoCE packets of the wire's pcap from byte `offset` on, each with its
+    capture time ("t", seconds)."""
+    pkts = []
+    for t, fr in roce_sniff.pcap_packets(PCAP, offset):
+        p = roce_sniff.decode(fr)
+        if p:
+            p["t"] = t
+            pkts.append(p)
+    return pkts
+
+
+def rnr_waits(pkts, host, fig):
+    """For each RNR NAK B sent A in a round, the time until A's retry of the refused PSN
+    appeared on the wire, and the minimum RNR NAK timer the NAK named (IBA 9.7.5.2.8,
+    table 45), both in seconds: [(wait, timer)]. A NAK answered by another NAK of the same
+    PSN before any retry counts from the later one."""
+    waiting, waits = {}, []
+    for p in pkts:
+        if p["src"] == host and p["qp"] == fig["qpn"] and p.get("aeth", {}).get("type") == "rnr":
+            timer = roce_sniff.RNR_TIMER_10US[p["aeth"]["value"]] * 10e-6
+            waiting[p["psn"]] = (p["t"], timer)
+        elif p["dst"] == host and p["qp"] == fig["peer_qpn"] and p["psn"] in waiting:
+            t, timer = waiting.pop(p["psn"])
+            waits.append((p["t"] - t, timer))
+    return waits
 
 
 def acks_to(pkts, src, qpn):
@@ -301,7 +323,7 @@ def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY):
                f"{delay * 1000:g} ms arrive in order, data verified",
            f"{len(statuses)} completed, statuses {sorted(set(statuses))}, B: {b['errors']}")
     fig = {"elapsed": elapsed, "a": a, "b": b["counters"], "qpn": mine["qpn"],
-           "psn": mine["psn"]}
+           "psn": mine["psn"], "peer_qpn": info["qpn"]}
     tap.diag(f"{name}: {elapsed:.2f} s; B sent {b['counters']['rnr_naks_sent']} RNR NAKs and "
              f"{b['counters']['unsolicited_acks']} unsolicited ACKs; A held {a['credit_holds']} "
              f"times, probed {a['limited_probes']}, sent {a['sent_pkts']} packets "
@@ -394,6 +416,15 @@ def client(dev, gid_index, host, port, rxe_peer):
                 report(vals and set(vals) == {roce_sniff.NO_CREDIT_INFO},
                        "... credits off: every ACK says \"no credit information\" (11111b)",
                        f"codes {sorted(set(vals))}")
+                # The RNR NAK timer is a minimum (IBA 9.7.5.2.8): A's timer starts when A
+                # has the NAK, after the wire saw it, so no retry may show up sooner.
+                waits = rnr_waits(off_pkts, host, off)
+                early = sorted(w for w in waits if w[0] < w[1])
+                report(len(waits) >= N // 10 and not early,
+                       f"... credits off: A waited at least the RNR NAK timer before each "
+                       f"retry ({len(waits)} retries, shortest wait "
+                       f"{min(waits, default=(0, 0))[0] * 1e3:.2f} ms)",
+                       f"{len(early)} early, (wait, timer) s: {early[:5]}")
                 vals = credit_values(acks_to(srq_pkts, host, srq["qpn"]))
                 report(vals and set(vals) == {roce_sniff.NO_CREDIT_INFO},
                        "... QP on an SRQ: every ACK says \"no credit information\"",

@@ -33,6 +33,11 @@ AETH_TYPES = {0: "ack", 1: "rnr", 2: "reserved", 3: "nak"}
 CREDITS = [0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768,
            1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768]
 NO_CREDIT_INFO = 0x1F
+# Table 45 (IBA 9.7.5.2.8): the minimum RNR NAK timer a 5-bit RNR NAK value stands for, in
+# units of 10 us; code 0 is the longest, 655.36 ms.
+RNR_TIMER_10US = [65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
+                  512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576,
+                  32768, 49152]
 
 
 def pcap_packets(path, offset=0):

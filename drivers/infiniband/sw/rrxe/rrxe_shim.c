@@ -3,12 +3,12 @@
  * Forwards for static inline kernel functions the Rust glue calls (see include/rrxe_shim.h).
  */
 #include <linux/cpumask.h>
+#include <linux/hrtimer.h>
 #include <linux/if_vlan.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
-#include <linux/timer.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -200,14 +200,24 @@ bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work)
 	return queue_work(wq, work);
 }
 
-void rrxe_timer_setup(struct timer_list *timer, void (*fn)(struct timer_list *))
+/*
+ * Soft mode: the callback runs in softirq context, as a timer-wheel callback did, so that
+ * the reference it drops never frees an object in hard interrupt context.
+ */
+void rrxe_hrtimer_setup(struct hrtimer *timer, enum hrtimer_restart (*fn)(struct hrtimer *))
 {
-	timer_setup(timer, fn, 0);
+	hrtimer_init(timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	timer->function = fn;
 }
 
-unsigned long rrxe_jiffies(void)
+void rrxe_hrtimer_start(struct hrtimer *timer, u64 delay_ns, u64 slack_ns)
 {
-	return jiffies;
+	hrtimer_start_range_ns(timer, ns_to_ktime(delay_ns), slack_ns, HRTIMER_MODE_REL_SOFT);
+}
+
+bool rrxe_hrtimer_is_queued(struct hrtimer *timer)
+{
+	return hrtimer_is_queued(timer);
 }
 
 u64 rrxe_ktime_get_ns(void)

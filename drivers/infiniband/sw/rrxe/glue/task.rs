@@ -6,22 +6,27 @@
 //! Ownership is in the types, as with rust/kernel's `Arc` work items: a task is a field of
 //! an object always held in an [`Arc`], and every pending callback owns a reference to that
 //! object. [`Task::kick`] hands one to the work item it queues (and takes it back if the
-//! item was already queued), [`Task::arm`] one to the timer it arms; the callback consumes
-//! it. So the object lives as long as anything can still run on it, whatever the order of
-//! events, and "a task outliving its owner" cannot be written.
+//! item was already queued), [`Task::arm`] one to the timer when it arms an idle one; the
+//! callback consumes it unless the timer was armed again meanwhile. So the object lives as
+//! long as anything can still run on it, whatever the order of events, and "a task
+//! outliving its owner" cannot be written.
 //!
 //! A work item never runs concurrently with itself (all workqueues are non-reentrant), so a
 //! task run needs no lock against itself; its scratch space ([`TaskOwner::Scratch`]) is
 //! reached only from the run. Work runs on the driver's own workqueue ([`TaskQueue`]),
 //! which module exit destroys, waiting for every run still going.
 //!
-//! Deadlines use the timer wheel: IBA timeouts (4.096 us * 2^n, RNR timers from 10 us) are
-//! retransmission deadlines where a jiffy of slack is harmless.
+//! Deadlines use a high-resolution timer, not the timer wheel: an RNR NAK timer is a
+//! minimum wait (IBA Table 45, from 10 us), and the wheel counts whole jiffies (the delay
+//! rounded down, at least one, plus one for the tick edge), so at HZ=1000 a 0.64 ms RNR
+//! timer expired 1-2 ms after arming, and a 1.9 ms one too, early. An hrtimer is on time
+//! and never early; slack of an eighth of the delay lets long retransmission deadlines
+//! coalesce. Figures: Documentation/rrxe/benchmarks.rst.
 
 use super::bindings;
 use super::sync::{IrqSpinLock, LockClass};
 use core::cell::UnsafeCell;
-use core::mem::offset_of;
+use core::mem::{offset_of, ManuallyDrop};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
@@ -120,17 +125,31 @@ impl Drop for TaskQueue {
 
 static TIMER_LOCK: LockClass = LockClass::new();
 
+/// Shortest delay a deadline is armed with: a deadline already due still leaves the CPU to
+/// others for a moment, so that an engine that kept returning one could not spin.
+const MIN_DELAY_NS: u64 = 2_000;
+
+/// What [`Task::arm`], the timer's callback and [`Task::shutdown`] agree on.
+struct TimerState {
+    /// Set by [`Task::shutdown`]: the timer is not armed again.
+    shut: bool,
+    /// The timer holds a reference to the owner: set by the arm that took it, cleared by
+    /// whoever takes it back (the callback of the last arming, or the shutdown).
+    holds_ref: bool,
+}
+
 /// A work item and a timer that run [`TaskOwner::run`] of the object they are a field of.
 #[pin_data]
 pub(crate) struct Task<T: TaskOwner> {
     #[pin]
     work: Opaque<bindings::work_struct>,
     #[pin]
-    timer: Opaque<bindings::timer_list>,
-    /// Set by [`Task::shutdown`]: the timer is not armed again. Arming happens under the
-    /// lock, so no arm can slip between the flag and the timer's shutdown.
+    timer: Opaque<bindings::hrtimer>,
+    /// Arming, the callback's hand-back and shutdown happen under this lock, so no arm can
+    /// slip between the flag and the timer's cancellation, and the timer's reference is
+    /// taken and returned exactly once per idle-to-armed transition.
     #[pin]
-    shut: IrqSpinLock<bool>,
+    state: IrqSpinLock<TimerState>,
     scratch: UnsafeCell<T::Scratch>,
 }
 
@@ -151,9 +170,16 @@ impl<T: HasTask> Task<T> {
             }),
             // SAFETY: as above, for `arm`.
             timer <- Opaque::ffi_init(|slot| unsafe {
-                bindings::rrxe_timer_setup(slot, Some(Self::timer_fn))
+                bindings::rrxe_hrtimer_setup(slot, Some(Self::timer_fn))
             }),
-            shut <- IrqSpinLock::new(false, kernel::c_str!("rrxe_task_timer"), &TIMER_LOCK),
+            state <- IrqSpinLock::new(
+                TimerState {
+                    shut: false,
+                    holds_ref: false,
+                },
+                kernel::c_str!("rrxe_task_timer"),
+                &TIMER_LOCK
+            ),
             scratch: UnsafeCell::new(scratch),
         })
     }
@@ -193,23 +219,22 @@ impl<T: HasTask> Task<T> {
     /// [`Task::shutdown`]. Any context.
     pub(crate) fn arm(owner: &Arc<T>, delay_ns: u64) {
         let task = owner.task();
-        // SAFETY: converting a duration has no preconditions.
-        let delta = unsafe { bindings::nsecs_to_jiffies(delay_ns) };
-        // SAFETY: as above.
-        let expires = unsafe { bindings::rrxe_jiffies() }.wrapping_add(delta.max(1) as _);
-        let shut = task.shut.lock();
-        if *shut {
+        let delay = delay_ns.max(MIN_DELAY_NS);
+        let mut state = task.state.lock();
+        if state.shut {
             return;
         }
-        let raw = Arc::into_raw(owner.clone());
-        // SAFETY: the timer was initialised in `new` and is not shut down (checked under
-        // the lock `shutdown` takes first). mod_timer returns 1 if it was pending: that
-        // arming already holds a reference.
-        if unsafe { bindings::mod_timer(task.timer.get(), expires) } != 0 {
-            // SAFETY: not handed over: the reference is still ours.
-            drop(unsafe { Arc::from_raw(raw) });
+        if !state.holds_ref {
+            // Taken back by the callback of the expiry that finds the timer idle, or by
+            // `shutdown`.
+            core::mem::forget(Arc::clone(owner));
+            state.holds_ref = true;
         }
-        drop(shut);
+        // SAFETY: the timer was initialised in `new` and is not cancelled for good (checked
+        // under the lock `shutdown` takes first). Restarting a queued timer moves its
+        // expiry; one whose callback is running is queued again, and that callback then
+        // leaves the reference to this arming.
+        unsafe { bindings::rrxe_hrtimer_start(task.timer.get(), delay, delay / 8) };
     }
 
     /// Stops the task for good: the timer and the work item are disabled, and the
@@ -219,17 +244,19 @@ impl<T: HasTask> Task<T> {
     /// starts again, and [`Task::kick`]/[`Task::arm`] do nothing. Process context.
     pub(crate) fn shutdown(&self) {
         {
-            let mut shut = self.shut.lock();
-            if *shut {
+            let mut state = self.state.lock();
+            if state.shut {
                 return;
             }
-            *shut = true;
+            state.shut = true;
         }
         // The timer first: its callback queues the work item.
         // SAFETY: the timer was initialised in `new`; process context, not the timer's own
-        // callback (which only kicks).
-        if unsafe { bindings::timer_shutdown_sync(self.timer.get()) } != 0 {
-            // SAFETY: the timer was pending, so it held the reference `arm` gave it.
+        // callback (which only kicks). Waits for a running callback; nothing arms it again.
+        unsafe { bindings::hrtimer_cancel(self.timer.get()) };
+        if core::mem::take(&mut self.state.lock().holds_ref) {
+            // SAFETY: the timer was cancelled while armed, so the reference `arm` gave it
+            // was never taken back.
             drop(unsafe { Arc::from_raw(self.owner_ptr()) });
         }
         let work = self.work.get();
@@ -268,14 +295,26 @@ impl<T: HasTask> Task<T> {
 
     /// # Safety
     ///
-    /// Called by the timer wheel for a timer armed by [`Task::arm`].
-    unsafe extern "C" fn timer_fn(timer: *mut bindings::timer_list) {
-        // SAFETY: the timer is the `timer` field of a `Task<T>` in a `T` kept alive by the
-        // reference `arm` handed to it, which we take back.
-        let owner = unsafe {
-            let task = &*timer.byte_sub(offset_of!(Self, timer)).cast::<Self>();
-            Arc::from_raw(task.owner_ptr())
+    /// Called in softirq context when a timer armed by [`Task::arm`] expires.
+    unsafe extern "C" fn timer_fn(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
+        // SAFETY: the timer is the `timer` field of a `Task<T>`, itself a field of a `T`.
+        let task = unsafe { &*timer.byte_sub(offset_of!(Self, timer)).cast::<Self>() };
+        let owner = {
+            let mut state = task.state.lock();
+            // SAFETY: an expiring timer holds the reference `arm` gave it (`holds_ref`), and
+            // only this callback or `shutdown`, both under the lock, take it back; the
+            // callback never runs concurrently with itself.
+            let held = ManuallyDrop::new(unsafe { Arc::from_raw(task.owner_ptr()) });
+            // SAFETY: the timer was initialised in `new`.
+            if unsafe { bindings::rrxe_hrtimer_is_queued(timer) } {
+                // Armed again since it expired: that arming keeps the reference.
+                Arc::clone(&held)
+            } else {
+                state.holds_ref = false;
+                ManuallyDrop::into_inner(held)
+            }
         };
         Self::kick(&owner);
+        bindings::hrtimer_restart_HRTIMER_NORESTART
     }
 }
