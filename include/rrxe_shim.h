@@ -116,6 +116,11 @@ int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 t
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		struct dst_entry **dstp);
 bool rrxe_param_credits(void);
+/*
+ * The netdev the port2 parameter names for a device over @first: 0 if none, 1 with *@second
+ * held, -ENODEV if @name (IFNAMSIZ bytes) is not a netdev of @first's namespace.
+ */
+int rrxe_param_port2(const struct net_device *first, char *name, struct net_device **second);
 
 /*
  * Objects a device may hold of each kind (IBA 11.2.1.2 Query HCA), the defaults of the module

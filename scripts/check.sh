@@ -126,7 +126,7 @@ vm_boot() {
 	# The debug kernel under TCG is slow: leave room for a loaded machine.
 	scripts/vm.sh --variant "$variant" --two --timeout "$tmo" --out "$out" \
 		"${mods[@]}" "${soak[@]}" --allow-splat \
-		--pcap "$out/wire.pcap" --cmd "$cmd_a" --cmd-b "$cmd_b" >"$results/$name.log" 2>&1
+		--wires 2 --pcap "$out/wire.pcap" --cmd "$cmd_a" --cmd-b "$cmd_b" >"$results/$name.log" 2>&1
 	local vm_rc=$?
 	count_tap "$out/a.out" "$name vm-a"
 	count_tap "$out/b.out" "$name vm-b"

@@ -152,29 +152,35 @@ setup_writable() {
 }
 
 setup_net() {
-	local i c
 	"$BB" ip link set lo up || return 1
 	[ "$RRXE_TWO" = 1 ] || return 0
-	[ -e /sys/class/net/eth0 ] || {
-		say "no eth0"
+	wire_up eth0 "$RRXE_LOCAL_IP4" "$RRXE_LOCAL_IP6" || return 1
+	[ "${RRXE_WIRES:-1}" = 1 ] || wire_up eth1 "$RRXE_LOCAL2_IP4" "$RRXE_LOCAL2_IP6"
+}
+
+# wire_up NETDEV IP4 IP6: addresses on NETDEV, up, with a carrier.
+wire_up() {
+	local n=$1 i c
+	[ -e "/sys/class/net/$n" ] || {
+		say "no $n"
 		return 1
 	}
 	# No duplicate address detection: the addresses are usable at once. No router
 	# solicitations: less noise on the wire.
-	echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad
-	echo 0 >/proc/sys/net/ipv6/conf/eth0/router_solicitations
-	# Keep the IPv6 address across `ip link set eth0 down/up` (the port-state tests flap
+	echo 0 >"/proc/sys/net/ipv6/conf/$n/accept_dad"
+	echo 0 >"/proc/sys/net/ipv6/conf/$n/router_solicitations"
+	# Keep the IPv6 address across `ip link set $n down/up` (the port-state tests flap
 	# the link; by default Linux drops IPv6 addresses on link down).
-	echo 1 >/proc/sys/net/ipv6/conf/eth0/keep_addr_on_down
-	"$BB" ip addr add "$RRXE_LOCAL_IP4/24" dev eth0 &&
-		"$BB" ip addr add "$RRXE_LOCAL_IP6/64" dev eth0 &&
-		"$BB" ip link set eth0 up || return 1
+	echo 1 >"/proc/sys/net/ipv6/conf/$n/keep_addr_on_down"
+	"$BB" ip addr add "$2/24" dev "$n" &&
+		"$BB" ip addr add "$3/64" dev "$n" &&
+		"$BB" ip link set "$n" up || return 1
 	for ((i = 0; i < 100; i++)); do
-		read -r c </sys/class/net/eth0/carrier 2>/dev/null
+		read -r c <"/sys/class/net/$n/carrier" 2>/dev/null
 		[ "${c:-0}" = 1 ] && return 0
 		"$BB" sleep 0.1
 	done
-	say "eth0 has no carrier"
+	say "$n has no carrier"
 	return 1
 }
 
@@ -245,6 +251,9 @@ run_command() {
 		if [ "$RRXE_TWO" = 1 ]; then
 			export RRXE_LOCAL_IP4="$RRXE_LOCAL_IP4" RRXE_PEER_IP4="$RRXE_PEER_IP4" \
 				RRXE_LOCAL_IP6="$RRXE_LOCAL_IP6" RRXE_PEER_IP6="$RRXE_PEER_IP6"
+			[ "${RRXE_WIRES:-1}" = 1 ] ||
+				export RRXE_LOCAL2_IP4="$RRXE_LOCAL2_IP4" RRXE_PEER2_IP4="$RRXE_PEER2_IP4" \
+					RRXE_LOCAL2_IP6="$RRXE_LOCAL2_IP6" RRXE_PEER2_IP6="$RRXE_PEER2_IP6"
 		fi
 		for v in "${RRXE_ENV[@]}"; do export "${v?}"; done
 		ulimit -l unlimited

@@ -5,6 +5,7 @@
 #   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
 #                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
 #                 [--ignore-splat REGEX]... [--pcap FILE] [--two] [--wire tcp|unix]
+#                 [--wires 1|2]
 #                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND'] [--append 'KERNEL ARGS']
 #   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
 #
@@ -20,7 +21,7 @@ repo=$(cd "$here/.." && pwd)
 . "$here/../selftests/rrxe/lib/splats.sh"
 
 usage() {
-	sed -n '5,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '5,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -44,10 +45,11 @@ check=0
 files=()
 append_extra=
 wire=tcp
+wires=1
 
 while (($#)); do
 	case "$1" in
-	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire)
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire | --wires)
 		(($# >= 2)) || die "$1 needs an argument"
 		;;
 	esac
@@ -62,6 +64,7 @@ while (($#)); do
 	--cmd-b) cmd_b=$2 ;;
 	--append) append_extra+=" $2" ;;
 	--wire) wire=$2 ;;
+	--wires) wires=$2 ;;
 	--ignore-splat) ignore+=(-i "$2") ;;
 	--two)
 		two=1
@@ -104,6 +107,8 @@ fi
 [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a positive number of seconds"
 [ -z "$pcap" ] || ((two)) || die "--pcap needs --two (a single VM has no wire)"
 case "$wire" in tcp | unix) ;; *) die "unknown wire '$wire' (tcp or unix)" ;; esac
+case "$wires" in 1 | 2) ;; *) die "--wires wants 1 or 2, not '$wires'" ;; esac
+((wires == 1)) || ((two)) || die "--wires 2 needs --two"
 for m in "${modules[@]}"; do
 	[ -f "$m" ] || die "no such module: $m"
 	case "$m" in *.ko) ;; *) die "not a .ko file: $m" ;; esac
@@ -153,13 +158,16 @@ if [ -n "$pcap" ]; then
 	mkdir -p "$(dirname "$pcap")"
 	pcap=$(cd "$(dirname "$pcap")" && pwd)/$(basename "$pcap")
 	case "$pcap" in *,*) die "the pcap path must not contain commas" ;; esac
-	rm -f "$pcap"
+	rm -f "$pcap" "${pcap%.*}-2.${pcap##*.}"
 fi
 
 sides=(a)
 ((two)) && sides=(a b)
 declare -A ip4=([a]=198.18.0.1 [b]=198.18.0.2) ip6=([a]=2001:db8::1 [b]=2001:db8::2)
 declare -A mac=([a]=02:00:c6:12:00:01 [b]=02:00:c6:12:00:02)
+# The second wire (--wires 2): eth1 in each VM, on networks of its own.
+declare -A ip4_2=([a]=198.19.0.1 [b]=198.19.0.2) ip6_2=([a]=2001:db8:1::1 [b]=2001:db8:1::2)
+declare -A mac_2=([a]=02:00:c6:13:00:01 [b]=02:00:c6:13:00:02)
 declare -A command=([a]=$cmd [b]=$cmd_b)
 declare -A peer=([a]=b [b]=a)
 
@@ -168,7 +176,11 @@ for s in "${sides[@]}"; do
 		printf 'RRXE_%s=%q\n' TWO "$two" REPO "$repo" RELEASE "$release" \
 			VARIANT "$variant" TIMEOUT "$timeout" CMD "${command[$s]}" \
 			LOCAL_IP4 "${ip4[$s]}" LOCAL_IP6 "${ip6[$s]}" \
-			PEER_IP4 "${ip4[${peer[$s]}]}" PEER_IP6 "${ip6[${peer[$s]}]}"
+			PEER_IP4 "${ip4[${peer[$s]}]}" PEER_IP6 "${ip6[${peer[$s]}]}" WIRES "$wires"
+		if ((wires == 2)); then
+			printf 'RRXE_%s=%q\n' LOCAL2_IP4 "${ip4_2[$s]}" LOCAL2_IP6 "${ip6_2[$s]}" \
+				PEER2_IP4 "${ip4_2[${peer[$s]}]}" PEER2_IP6 "${ip6_2[${peer[$s]}]}"
+		fi
 		printf 'RRXE_ENV=('
 		for e in "${envs[@]}"; do printf ' %q' "$e"; done
 		printf ' )\n'
@@ -183,6 +195,23 @@ free_port() {
 
 listening() {
 	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# wire_args SIDE ID ADDR MAC [PCAP]: the QEMU arguments of one wire.
+wire_args() {
+	local s=$1 id=$2 addr=$3 mac=$4 pcap=${5:-} role=off
+	[ "$s" = a ] && role=on
+	if [ "$wire" = unix ]; then
+		args+=(-netdev "stream,id=$id,server=$role,addr.type=unix,addr.path=$addr")
+	elif [ "$s" = a ]; then
+		args+=(-netdev "socket,id=$id,listen=127.0.0.1:$addr")
+	else
+		args+=(-netdev "socket,id=$id,connect=127.0.0.1:$addr")
+	fi
+	if [ "$s" = a ] && [ -n "$pcap" ]; then
+		args+=(-object "filter-dump,id=f$id,netdev=$id,file=$pcap")
+	fi
+	args+=(-device "virtio-net-pci,netdev=$id,mac=$mac")
 }
 
 qemu_args() {
@@ -211,19 +240,10 @@ qemu_args() {
 		# that pauses after a few frames (a ping-pong, a credit-limited requester) has its
 		# last ones held until the peer's delayed ACK, ~40 ms. The Unix wire, a stream
 		# netdev on a Unix socket, holds nothing (Documentation/rrxe/vm.rst has both).
-		local role=off
-		[ "$s" = a ] && role=on
-		if [ "$wire" = unix ]; then
-			args+=(-netdev "stream,id=w0,server=$role,addr.type=unix,addr.path=$addr")
-		elif [ "$s" = a ]; then
-			args+=(-netdev "socket,id=w0,listen=127.0.0.1:$addr")
-		else
-			args+=(-netdev "socket,id=w0,connect=127.0.0.1:$addr")
-		fi
-		if [ "$s" = a ] && [ -n "$pcap" ]; then
-			args+=(-object "filter-dump,id=f0,netdev=w0,file=$pcap")
-		fi
-		args+=(-device "virtio-net-pci,netdev=w0,mac=${mac[$s]}")
+		wire_args "$s" w0 "$addr" "${mac[$s]}" "$pcap"
+		# The second wire's capture is the first's name with "-2" before the extension.
+		((wires == 1)) ||
+			wire_args "$s" w1 "$addr2" "${mac_2[$s]}" "${pcap:+${pcap%.*}-2.${pcap##*.}}"
 	fi
 }
 
@@ -271,12 +291,16 @@ follow() {
 
 # The wire's address: a free TCP port, or a Unix socket in a new directory (a short path: a
 # Unix socket's must fit in 108 bytes, which --out need not).
-addr=
+addr= addr2=
 if ((two)) && [ "$wire" = unix ]; then
 	wire_dir=$(mktemp -d "${TMPDIR:-/tmp}/rrxe-wire.XXXXXX")
 	addr=$wire_dir/sock
+	addr2=$wire_dir/sock2
 elif ((two)); then
 	addr=$(free_port)
+	addr2=$(free_port)
+	# free_port closes the port before QEMU binds it: two calls can return the same one.
+	while [ "$addr2" = "$addr" ]; do addr2=$(free_port); done
 fi
 start=$SECONDS
 for s in "${sides[@]}"; do
@@ -287,7 +311,11 @@ for s in "${sides[@]}"; do
 	if ((two)) && [ "$s" = a ]; then
 		# B connects to A's listening socket, so A must be listening first.
 		for _ in $(seq 100); do
-			if [ "$wire" = unix ]; then [ -S "$addr" ] && break; else listening "$addr" && break; fi
+			if [ "$wire" = unix ]; then
+				[ -S "$addr" ] && { ((wires == 1)) || [ -S "$addr2" ]; } && break
+			else
+				listening "$addr" && { ((wires == 1)) || listening "$addr2"; } && break
+			fi
 			kill -0 "${qpid[a]}" 2>/dev/null || break
 			sleep 0.1
 		done

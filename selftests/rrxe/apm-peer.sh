@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Automatic path migration, side B (the server): serves selftests/rrxe/apm.sh, then checks its
-# counters. TAP.
+# Automatic path migration, side B (the server): serves selftests/rrxe/apm.sh (over a second
+# port, then over a second GID pair), then checks its counters. TAP.
 set -u
 here=$(dirname "$0")
 . "$here/lib/tap.sh"
@@ -10,6 +10,25 @@ tap_need_peer
 . "$here/lib/apm.sh"
 
 tap_begin "automatic path migration, side B"
+if [ -n "${RRXE_LOCAL2_IP4:-}" ]; then
+	apm_setup_two_ports
+	# Side A may still be running earlier tests (make check): the servers wait for it.
+	timeout "${APM_IDLE:-3000}" rping -s -a "$RRXE_LOCAL2_IP4" -C 5 -V -p 4798 \
+		>/tmp/rping-port2.out 2>&1 &
+	rping_pid=$!
+	check "served side A's migrations to port 2 and back" \
+		timeout "${APM_IDLE:-3000}" env APM_ALT_PORT=2 APM_ALT_NETDEV=eth1 \
+		"$APM_VERBS" server rrxe0 4799 "$RRXE_LOCAL_IP4" "$RRXE_LOCAL2_IP4" \
+		"$RRXE_PEER_IP4" "$RRXE_PEER2_IP4"
+	apm_counter_check path_migrations_by_peer 2
+	apm_counter_check path_migrations_auto 0
+	apm_counter_check path_mig_requests_refused "+"
+	apm_counter_check sent_pkts + 2
+	check "rping server on port 2's address served side A" wait "$rping_pid"
+	apm_teardown_two_ports
+else
+	skip "automatic path migration over a second port" "one wire: needs scripts/vm.sh --wires 2"
+fi
 apm_setup
 # Side A may still be running earlier tests (make check): the server waits for it.
 check "served side A to the end" timeout "${APM_IDLE:-3000}" "$APM_VERBS" server rrxe0 4799 \

@@ -2,8 +2,11 @@
 /*
  * Automatic path migration (IBA 17.2.8) between two VMs through plain verbs: one RC QP per
  * side whose primary path joins the VMs' first IPv4 addresses and whose alternate path
- * joins their second ones, on the same port (two GID pairs), loaded and re-armed with
- * ibv_modify_qp(IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE).
+ * joins their second ones, loaded and re-armed with
+ * ibv_modify_qp(IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE). The alternate addresses are on
+ * port 1 too (two GID pairs of one port and wire), or, with APM_ALT_PORT=2 and
+ * APM_ALT_NETDEV=eth1 in the environment, on port 2 of a two-port device, over a second
+ * wire.
  *
  *   apm_verbs server DEV TCP_PORT LOCAL_IP LOCAL_ALT_IP PEER_IP PEER_ALT_IP
  *   apm_verbs client DEV TCP_PORT LOCAL_IP LOCAL_ALT_IP PEER_IP PEER_ALT_IP
@@ -83,6 +86,9 @@ static struct ibv_mr *mr;
 static struct region *mem;
 static union ibv_gid gids[2], peer_gids[2];
 static int gid_index[2];
+/* The port and netdev of each local address. */
+static int gid_port[2] = { 1, 1 };
+static const char *netdev_of[2] = { "eth0", "eth0" };
 static const char *peer_ip[2];
 static struct conn_info peer;
 static int sock;
@@ -129,19 +135,20 @@ static void v4_gid(const char *ip, union ibv_gid *gid)
 	}
 }
 
-/* The RoCE v2 GID index of @gid on port 1. */
-static int find_gid(const union ibv_gid *gid)
+/* The RoCE v2 GID index of @gid on @port. */
+static int find_gid(const union ibv_gid *gid, int port)
 {
 	struct ibv_port_attr pa;
 	struct ibv_gid_entry e;
 	int i, tries;
 
-	if (ibv_query_port(ctx, 1, &pa))
+	if (ibv_query_port(ctx, port, &pa))
 		die("ibv_query_port");
 	/* A new address reaches the GID table through the core's netdev notifier. */
 	for (tries = 0; tries < 100; tries++) {
 		for (i = 0; i < pa.gid_tbl_len; i++)
-			if (!ibv_query_gid_ex(ctx, 1, i, &e, 0) && e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			if (!ibv_query_gid_ex(ctx, port, i, &e, 0) &&
+			    e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
 			    !memcmp(&e.gid, gid, sizeof(*gid)))
 				return i;
 		usleep(100000);
@@ -183,7 +190,7 @@ static void path_attr(struct ibv_ah_attr *ah, int local, int remote)
 {
 	memset(ah, 0, sizeof(*ah));
 	ah->is_global = 1;
-	ah->port_num = 1;
+	ah->port_num = gid_port[local];
 	ah->grh.dgid = peer_gids[remote];
 	ah->grh.sgid_index = gid_index[local];
 	ah->grh.hop_limit = 64;
@@ -195,7 +202,6 @@ static int rearm(int which)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS,
-		.alt_port_num = 1,
 		.alt_timeout = TIMEOUT,
 		.path_mig_state = IBV_MIG_REARM,
 	};
@@ -212,6 +218,7 @@ static int rearm(int which)
 		path_attr(&a.alt_ah_attr, ALTERNATE, PRIMARY);
 		break;
 	}
+	a.alt_port_num = a.alt_ah_attr.port_num;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE);
 }
 
@@ -236,10 +243,14 @@ static void setup(const char *dev, const char *ips[4])
 	ibv_free_device_list(list);
 	if (fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK))
 		die("async fd");
+	if (getenv("APM_ALT_PORT"))
+		gid_port[ALTERNATE] = atoi(getenv("APM_ALT_PORT"));
+	if (getenv("APM_ALT_NETDEV"))
+		netdev_of[ALTERNATE] = getenv("APM_ALT_NETDEV");
 	for (i = 0; i < 2; i++) {
 		v4_gid(ips[i], &gids[i]);
 		v4_gid(ips[2 + i], &peer_gids[i]);
-		gid_index[i] = find_gid(&gids[i]);
+		gid_index[i] = find_gid(&gids[i], gid_port[i]);
 		peer_ip[i] = ips[2 + i];
 	}
 	mem = aligned_alloc(4096, (sizeof(*mem) + 4095) & ~4095UL);
@@ -316,6 +327,9 @@ static void query(int64_t *mig_state, int64_t *qp_state, int64_t *primary)
 		*primary = PRIMARY;
 	else if (!memcmp(&a.ah_attr.grh.dgid, &peer_gids[ALTERNATE], 16))
 		*primary = ALTERNATE;
+	/* The path in use leaves over the port of its local address. */
+	if (*primary >= 0 && a.ah_attr.port_num != gid_port[*primary])
+		*primary = -2;
 }
 
 /* Points the neighbour entry of the peer's address on @path at nobody (@fail) or forgets it. */
@@ -325,11 +339,11 @@ static void set_path(int path, int fail)
 
 	if (fail)
 		snprintf(cmd, sizeof(cmd),
-			 "ip neigh replace %s lladdr " BOGUS_MAC " dev eth0 nud permanent",
-			 peer_ip[path]);
+			 "ip neigh replace %s lladdr " BOGUS_MAC " dev %s nud permanent",
+			 peer_ip[path], netdev_of[path]);
 	else
-		snprintf(cmd, sizeof(cmd), "ip neigh del %s dev eth0 2>/dev/null; true",
-			 peer_ip[path]);
+		snprintf(cmd, sizeof(cmd), "ip neigh del %s dev %s 2>/dev/null; true",
+			 peer_ip[path], netdev_of[path]);
 	if (system(cmd))
 		fprintf(stderr, "apm_verbs: '%s' failed\n", cmd);
 }
@@ -559,7 +573,8 @@ static int run_client(void)
 	int bad = 0, i;
 
 	connect_qp();
-	printf("TAP version 13\n# automatic path migration over two GID pairs of eth0\n");
+	printf("TAP version 13\n# automatic path migration, the alternate path over port %d (%s)\n",
+	       gid_port[ALTERNATE], netdev_of[ALTERNATE]);
 	tap(!rearm(ALTERNATE), "client: alternate path loaded and re-armed (RTS to RTS)");
 	st = command(CTL_REARM, ALTERNATE);
 	tap(!st.rc, "server: alternate path loaded and re-armed");

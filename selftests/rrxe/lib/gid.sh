@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # GID table helpers for the verbs tests.
 #
-#   gid_index DEV ADDR   print the index of the RoCE v2 GID of ADDR (IPv4 or IPv6) on port 1
+#   gid_index DEV ADDR [PORT]
+#                        print the index of the RoCE v2 GID of ADDR (IPv4 or IPv6) on PORT
+#                        (default 1)
 #   ip6_exploded ADDR    print IPv6 ADDR in full (sysfs's GID form)
 
 # The full form of an IPv6 address as sysfs prints GIDs (eight groups of four hex digits),
@@ -32,7 +34,7 @@ ip6_exploded() {
 }
 
 gid_index() {
-	local dev=$1 addr=$2 want f
+	local dev=$1 addr=$2 port=${3:-1} want f
 	if [[ $addr == *:* ]]; then
 		want=$(ip6_exploded "$addr") || return 1
 	else
@@ -43,10 +45,11 @@ gid_index() {
 	fi
 	# Bash builtins only: under TCG every exec costs 150 ms (1.5 s on the debug kernel).
 	local gid type
-	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+	for f in /sys/class/infiniband/"$dev"/ports/"$port"/gids/*; do
 		read -r gid <"$f" 2>/dev/null || continue
 		[ "$gid" = "$want" ] || continue
-		read -r type <"/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null
+		read -r type <"/sys/class/infiniband/$dev/ports/$port/gid_attrs/types/${f##*/}" \
+			2>/dev/null
 		if [ "$type" = "RoCE v2" ]; then
 			echo "${f##*/}"
 			return 0

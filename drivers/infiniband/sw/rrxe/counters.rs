@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The device's counters, as `rdma statistic show link DEV/1` shows them: packets moved
-//! and dropped by reason, the QPs' transport events, and memory-management operations.
+//! and dropped by reason, the QPs' transport events, and memory-management operations. The
+//! packets and octets sent, and the octets received, are port 1's; port 2 of a two-port
+//! device shows its own (`DEV/2`).
 
 use crate::glue::net;
 use crate::glue::stats::{CounterDescs, CounterNames};
@@ -94,8 +96,20 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("rcvd_bytes"),
 ]);
 
-/// The counter names for the RDMA core.
+/// The counter names for the RDMA core: port 1's, which has the device's counters too.
 pub(crate) const DESCS: CounterDescs = NAMES.descs();
+
+/// A further port's counters: its own traffic (the device's events are on port 1). The
+/// names are port 1's for the same counts.
+static PORT_NAMES: CounterNames<4> = CounterNames::new([
+    c_str!("sent_pkts"),
+    c_str!("mcast_pkts_sent"),
+    c_str!("sent_bytes"),
+    c_str!("rcvd_bytes"),
+]);
+
+/// The counter names of a further port for the RDMA core.
+pub(crate) const PORT_DESCS: CounterDescs = PORT_NAMES.descs();
 
 /// An event counter.
 #[derive(Default)]
@@ -121,9 +135,7 @@ impl Counter {
 /// What one device counts.
 #[derive(Default)]
 pub(crate) struct Counters {
-    /// Packets sent (requests and responses, first transmissions and retries).
-    pub(crate) sent_pkts: Counter,
-    /// Of those, retransmissions (IBA 9.7.6.1.3: after a timeout or a NAK).
+    /// Retransmitted packets (IBA 9.7.6.1.3: after a timeout or a NAK).
     pub(crate) retransmitted_pkts: Counter,
     /// Packets received for a QP of this device.
     pub(crate) rcvd_pkts: Counter,
@@ -145,8 +157,6 @@ pub(crate) struct Counters {
     pub(crate) local_invalidates: Counter,
     /// Send with Invalidate messages that invalidated an R_Key of ours.
     pub(crate) remote_invalidates: Counter,
-    /// UD packets sent to a multicast GID (also in `sent_pkts`).
-    pub(crate) mcast_sent_pkts: Counter,
     /// Packets received for a multicast group with at least one QP attached (each QP's
     /// copy is also in `rcvd_pkts`).
     pub(crate) mcast_rcvd_pkts: Counter,
@@ -157,14 +167,50 @@ pub(crate) struct Counters {
     /// Receive completions of an XRC target whose XRC SRQ was destroyed before they were
     /// delivered (the WQE went with the SRQ).
     pub(crate) xrc_completions_dropped: Counter,
+}
+
+/// What one port moved: its own on a two-port device, where each port has a netdev.
+#[derive(Default)]
+pub(crate) struct PortCounters {
+    /// Packets sent (requests and responses, first transmissions and retries).
+    pub(crate) sent_pkts: Counter,
+    /// Of those, UD packets to a multicast GID.
+    pub(crate) mcast_sent_pkts: Counter,
     /// Octets of the packets in `sent_pkts`, BTH through ICRC.
     pub(crate) sent_octets: Counter,
     /// Valid packets that arrived for the port, whatever became of them after.
-    pub(crate) port_rcvd_pkts: Counter,
+    pub(crate) rcvd_pkts: Counter,
     /// Of those, the ones for a multicast GID.
-    pub(crate) port_rcvd_mcast_pkts: Counter,
-    /// Octets of the packets in `port_rcvd_pkts`, BTH through ICRC.
+    pub(crate) rcvd_mcast_pkts: Counter,
+    /// Octets of the packets in `rcvd_pkts`, BTH through ICRC.
     pub(crate) rcvd_octets: Counter,
+}
+
+impl PortCounters {
+    /// What the port has moved, for its Performance Management Agent.
+    pub(crate) fn traffic(&self) -> PortTraffic {
+        PortTraffic {
+            xmit_octets: self.sent_octets.get(),
+            rcv_octets: self.rcvd_octets.get(),
+            xmit_pkts: self.sent_pkts.get(),
+            rcv_pkts: self.rcvd_pkts.get(),
+            mcast_xmit_pkts: self.mcast_sent_pkts.get(),
+            mcast_rcv_pkts: self.rcvd_mcast_pkts.get(),
+        }
+    }
+
+    /// Fills `values` in the order of [`PORT_DESCS`].
+    pub(crate) fn read(&self, values: &mut [u64]) {
+        let all = [
+            self.sent_pkts.get(),
+            self.mcast_sent_pkts.get(),
+            self.sent_octets.get(),
+            self.rcvd_octets.get(),
+        ];
+        for (v, a) in values.iter_mut().zip(all) {
+            *v = a;
+        }
+    }
 }
 
 impl Counters {
@@ -178,23 +224,12 @@ impl Counters {
         }
     }
 
-    /// What the port has moved, for its Performance Management Agent.
-    pub(crate) fn port_traffic(&self) -> PortTraffic {
-        PortTraffic {
-            xmit_octets: self.sent_octets.get(),
-            rcv_octets: self.rcvd_octets.get(),
-            xmit_pkts: self.sent_pkts.get(),
-            rcv_pkts: self.port_rcvd_pkts.get(),
-            mcast_xmit_pkts: self.mcast_sent_pkts.get(),
-            mcast_rcv_pkts: self.port_rcvd_mcast_pkts.get(),
-        }
-    }
-
-    /// Fills `values` in the order of [`DESCS`].
-    pub(crate) fn read(&self, values: &mut [u64]) {
+    /// Fills `values` in the order of [`DESCS`], with `port`'s traffic.
+    pub(crate) fn read(&self, port: &PortCounters, values: &mut [u64]) {
         let wire = net::counters().snapshot();
+        let traffic = port;
         let port = [
-            self.sent_pkts.get(),
+            traffic.sent_pkts.get(),
             self.rcvd_pkts.get(),
             self.retransmitted_pkts.get(),
             self.rx_no_qp.get(),
@@ -214,13 +249,13 @@ impl Counters {
             self.remote_invalidates.get(),
         ];
         let mcast = [
-            self.mcast_sent_pkts.get(),
+            traffic.mcast_sent_pkts.get(),
             self.mcast_rcvd_pkts.get(),
             self.mcast_no_group.get(),
             self.mcast_copy_failures.get(),
         ];
         let xrc = [self.xrc_completions_dropped.get()];
-        let data = [self.sent_octets.get(), self.rcvd_octets.get()];
+        let data = [traffic.sent_octets.get(), traffic.rcvd_octets.get()];
         for (v, a) in values.iter_mut().zip(
             port.into_iter()
                 .chain(transport)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The rrxe device: one RoCEv2 CA with one port over an Ethernet netdev. It composes the
+//! The rrxe device: one RoCEv2 CA with a port over an Ethernet netdev, or two ports over
+//! two. It composes the
 //! object tables, the state its QPs share, and its place on the RoCEv2 port, and answers
 //! the device and port queries.
 
@@ -12,7 +13,8 @@ use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
 use crate::glue::rdma::object::XrcdId;
 use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
-use crate::qp::object::{QpTable, PORT};
+use crate::port::Ports;
+use crate::qp::object::QpTable;
 use crate::quota::Quotas;
 use crate::shared::DeviceShared;
 use crate::srq;
@@ -29,9 +31,10 @@ const APM_CAP: b::ib_device_cap_flags = if cfg!(rrxe_core_apm) {
     0
 };
 use crate::wq;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
+use kernel::types::ARef;
 
 /// What the receive path reaches of a device: its QPs and what they share.
 #[pin_data]
@@ -55,16 +58,25 @@ impl RxHandler for DeviceCore {
             return;
         };
         let qpn = u32::from_be_bytes([0, q0, q1, q2]);
-        let counters = &self.shared.counters;
-        counters.port_rcvd_pkts.inc();
-        counters
+        // Each port's netdev is bound to this handler; anything else it is given arrived over
+        // a netdev stacked on port 1's.
+        let ports = &self.shared.ports;
+        let port = ports
+            .of_netdev(pkt.netdev())
+            .unwrap_or_else(|| ports.first());
+        let traffic = &port.traffic;
+        traffic.rcvd_pkts.inc();
+        traffic
             .rcvd_octets
             .add((pkt.payload().len() + ICRC_LEN) as u64);
         if qpn == MULTICAST_QPN {
-            counters.port_rcvd_mcast_pkts.inc();
+            traffic.rcvd_mcast_pkts.inc();
             self.mcast.deliver(&self.qps, &self.shared, pkt);
+        } else if let Some(index) = QpTable::index_of(qpn, port.num) {
+            self.qps.deliver(&self.shared, index, pkt);
         } else {
-            self.qps.deliver(&self.shared, qpn, pkt);
+            self.shared.counters.rx_no_qp.inc();
+            pkt.discard();
         }
     }
 }
@@ -80,16 +92,14 @@ pub(crate) struct RrxeDevice {
     /// EUI-64 from the netdev's MAC, or a random one on an L3-only netdev (IBA 4.1.1: the
     /// GUID is an EUI-64).
     guid: u64,
-    /// Whether the port was last reported active, so events go out on transitions only.
-    port_active: AtomicBool,
-    /// Delivers the netdev's RoCEv2 packets to `core` while the device exists.
-    _rx: RxBinding,
+    /// Deliver the ports' RoCEv2 packets to `core` while the device exists, port 1's first.
+    _rx: KVec<RxBinding>,
 }
 
 impl RrxeDevice {
-    /// Device state for a new device over `netdev`.
-    pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
-        let shared = Arc::pin_init(DeviceShared::new(netdev), GFP_KERNEL)?;
+    /// Device state for a new device over `netdev`, with a second port over `second`.
+    pub(crate) fn new(netdev: &NetDevice, second: Option<ARef<NetDevice>>) -> Result<Self> {
+        let shared = Arc::pin_init(DeviceShared::new(netdev, second), GFP_KERNEL)?;
         let core = Arc::pin_init(
             pin_init!(DeviceCore {
                 qps <- QpTable::new(),
@@ -98,28 +108,34 @@ impl RrxeDevice {
             }),
             GFP_KERNEL,
         )?;
-        let rx = RxBinding::bind(netdev, core.clone()).inspect_err(|e| {
-            if e.to_errno() == -b::RRXE_EADDRINUSE {
-                pr_err!(
-                    "{}: UDP port {} (RoCEv2) is in use, by rdma_rxe or another socket: EADDRINUSE\n",
-                    netdev.name(),
-                    b::RRXE_ROCE_V2_UDP_DPORT
-                );
-            } else {
-                pr_err!(
-                    "{}: opening UDP port {} (RoCEv2) failed: {:?}\n",
-                    netdev.name(),
-                    b::RRXE_ROCE_V2_UDP_DPORT,
-                    e
-                );
-            }
-        })?;
+        let mut rx = KVec::with_capacity(usize::from(core.shared.ports.count()), GFP_KERNEL)?;
+        for port in core.shared.ports.iter() {
+            let netdev = &port.netdev;
+            let binding = RxBinding::bind(netdev, core.clone()).inspect_err(|e| {
+                if e.to_errno() == -b::RRXE_EADDRINUSE {
+                    pr_err!(
+                        "{}: UDP port {} (RoCEv2) is in use, by rdma_rxe or another socket: EADDRINUSE\n",
+                        netdev.name(),
+                        b::RRXE_ROCE_V2_UDP_DPORT
+                    );
+                } else if *e == EEXIST {
+                    pr_err!("{}: already a port of an rrxe device\n", netdev.name());
+                } else {
+                    pr_err!(
+                        "{}: opening UDP port {} (RoCEv2) failed: {:?}\n",
+                        netdev.name(),
+                        b::RRXE_ROCE_V2_UDP_DPORT,
+                        e
+                    );
+                }
+            })?;
+            rx.push(binding, GFP_KERNEL)?;
+        }
         Ok(Self {
             core,
             quotas: Quotas::from_params()?,
             next_xrcd: AtomicU32::new(0),
             guid: eui64_from_mac(netdev.mac_or_random()),
-            port_active: AtomicBool::new(port_is_active(netdev)),
             _rx: rx,
         })
     }
@@ -147,15 +163,14 @@ impl RrxeDevice {
         self.guid
     }
 
-    /// The netdev the port runs over.
-    pub(crate) fn netdev(&self) -> &NetDevice {
-        &self.core.shared.netdev
+    /// The ports.
+    pub(crate) fn ports(&self) -> &Ports {
+        &self.core.shared.ports
     }
 
-    /// Re-evaluates the port after a netdev event: `Some(active)` if its state changed.
-    pub(crate) fn port_transition(&self) -> Option<bool> {
-        let active = port_is_active(self.netdev());
-        (self.port_active.swap(active, Ordering::AcqRel) != active).then_some(active)
+    /// The netdev port 1 runs over, the one `rdma link add` named.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.ports().first().netdev
     }
 
     /// The device attributes (IBA 11.2.1.2 Query HCA).
@@ -213,11 +228,9 @@ impl RrxeDevice {
     /// The attributes of `port` (IBA 11.2.1.2 Query HCA, port attributes); the speed and
     /// width are the caller's to fill from the netdev.
     pub(crate) fn port_attributes(&self, port: u32) -> Result<PortAttr> {
-        if port != u32::from(PORT) {
-            return Err(EINVAL);
-        }
-        let netdev = self.netdev();
-        let active = port_is_active(netdev);
+        let port = self.ports().get(port).ok_or(EINVAL)?;
+        let netdev = &port.netdev;
+        let active = port.is_active();
         Ok(PortAttr {
             subnet_prefix: params::SUBNET_PREFIX,
             state: if active {
@@ -249,7 +262,7 @@ impl RrxeDevice {
 
     /// The P_Key at `index` of `port`'s table.
     pub(crate) fn pkey(&self, port: u32, index: u16) -> Result<u16> {
-        if port != u32::from(PORT) || index >= params::PKEY_TABLE_LEN {
+        if self.ports().get(port).is_none() || index >= params::PKEY_TABLE_LEN {
             return Err(EINVAL);
         }
         Ok(b::RRXE_IB_DEFAULT_PKEY_FULL)
@@ -257,9 +270,7 @@ impl RrxeDevice {
 
     /// The properties of `port` fixed for the device's lifetime.
     pub(crate) fn port_immutable(&self, port: u32) -> Result<PortImmutable> {
-        if port != u32::from(PORT) {
-            return Err(EINVAL);
-        }
+        self.ports().get(port).ok_or(EINVAL)?;
         Ok(PortImmutable {
             // RoCEv2 only: packets are UDP/IP encapsulated, GIDs are IP addresses.
             core_cap_flags: b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
@@ -286,10 +297,6 @@ impl Drop for RrxeDevice {
             c.tx_no_path.get()
         );
     }
-}
-
-fn port_is_active(netdev: &NetDevice) -> bool {
-    netdev.is_running() && netdev.has_carrier()
 }
 
 /// Modified EUI-64 from a MAC (RFC 4291 appendix A), as the RDMA core and rdma_rxe derive

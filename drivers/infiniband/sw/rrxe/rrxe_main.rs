@@ -24,6 +24,7 @@ mod memory;
 mod mr;
 mod mw;
 mod params;
+mod port;
 mod qp;
 mod quota;
 mod shared;

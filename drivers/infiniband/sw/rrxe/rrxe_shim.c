@@ -31,6 +31,40 @@ bool rrxe_param_credits(void)
 	return READ_ONCE(credits);
 }
 
+/*
+ * Two-port devices: "NETDEV:NETDEV2[,NETDEV:NETDEV2...]". A device added over NETDEV gets a
+ * second port over NETDEV2, so that a QP's alternate path can leave over another wire (IBA
+ * 17.2.8). Netdev names cannot contain ':' or ',' (dev_valid_name), so the pairs parse
+ * unambiguously.
+ */
+static char port2[256];
+module_param_string(port2, port2, sizeof(port2), 0644);
+MODULE_PARM_DESC(port2,
+		 "Two-port devices, NETDEV:NETDEV2[,...]: a device added over NETDEV gets port 2 over NETDEV2 (in NETDEV's namespace). Read when a device is added (default: none)");
+
+int rrxe_param_port2(const struct net_device *first, char *name, struct net_device **second)
+{
+	char buf[sizeof(port2)], *rest, *pair;
+
+	kernel_param_lock(THIS_MODULE);
+	strscpy(buf, port2, sizeof(buf));
+	kernel_param_unlock(THIS_MODULE);
+	rest = buf;
+	while ((pair = strsep(&rest, ","))) {
+		char *colon = strchr(pair, ':');
+
+		if (!colon)
+			continue;
+		*colon = '\0';
+		if (strcmp(strim(pair), first->name))
+			continue;
+		strscpy(name, strim(colon + 1), IFNAMSIZ);
+		*second = dev_get_by_name(dev_net(first), name);
+		return *second ? 1 : -ENODEV;
+	}
+	return 0;
+}
+
 #define RRXE_LIMIT_PARAM(name, NAME, what)						\
 	static unsigned int name = RRXE_##NAME;						\
 	module_param(name, uint, 0644);							\

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a device's QPs reach of it: the key tables their memory accesses resolve through,
-//! the address handles of UD sends, the SRQs XRC targets deliver to, the port's netdev
+//! the address handles of UD sends, the SRQs XRC targets deliver to, the ports' netdevs
 //! packets go out of, and the counters.
 
 use crate::ah::AhTable;
@@ -9,6 +9,7 @@ use crate::counters::Counters;
 use crate::glue::netdev::NetDevice;
 use crate::mr::MrTable;
 use crate::mw::MwTable;
+use crate::port::Ports;
 use crate::srq::SrqTable;
 use kernel::prelude::*;
 use kernel::types::ARef;
@@ -31,20 +32,23 @@ pub(crate) struct DeviceShared {
     pub(crate) srqs: SrqTable,
     /// Packets moved and dropped, transport events.
     pub(crate) counters: Counters,
-    /// The netdev the port runs over.
-    pub(crate) netdev: ARef<NetDevice>,
+    /// The ports, each with the netdev its packets go out of.
+    pub(crate) ports: Ports,
 }
 
 impl DeviceShared {
-    /// The state of a new device over `netdev`.
-    pub(crate) fn new(netdev: &NetDevice) -> impl PinInit<Self, Error> + '_ {
+    /// The state of a new device over `netdev`, with a second port over `second`.
+    pub(crate) fn new(
+        netdev: &NetDevice,
+        second: Option<ARef<NetDevice>>,
+    ) -> impl PinInit<Self, Error> + '_ {
         try_pin_init!(Self {
             mrs <- MrTable::new(),
             mws <- MwTable::new(),
             ahs <- AhTable::new(),
             srqs <- SrqTable::new(),
             counters: Counters::default(),
-            netdev: netdev.into(),
+            ports: Ports::new(netdev, second),
         })
     }
 }

@@ -30,7 +30,7 @@ use crate::glue::umem::{KernelMemory, Umem, UmemPinner};
 use crate::mr::{self, RrxeMr};
 use crate::mw::RrxeMw;
 use crate::params;
-use crate::qp::object::{self as qp, RrxeQp, PORT};
+use crate::qp::object::{self as qp, RrxeQp};
 use crate::quota::Charge;
 use crate::srq::{self, RrxeSrq};
 use crate::transport::pma::{self, MadAnswer, MAD_SIZE};
@@ -58,20 +58,39 @@ fn charge(dev: &DeviceOf<Rrxe>, kind: Limit) -> Result<Charge> {
     dev.data().quotas.charge(kind)
 }
 
-/// Tells the device's consumers that its port went up or down.
+/// Tells the device's consumers which of its ports went up or down.
 fn update_port_state(dev: &DeviceOf<Rrxe>) {
-    let data = dev.data();
-    let Some(active) = data.port_transition() else {
-        return;
-    };
-    let name = data.netdev().name();
-    if active {
-        ibdev_print!(dev, Info, "port {} active on {}", PORT, name);
-        dev.dispatch_port_event(u32::from(PORT), PortEvent::Active);
-    } else {
-        ibdev_print!(dev, Info, "port {} down on {}", PORT, name);
-        dev.dispatch_port_event(u32::from(PORT), PortEvent::Error);
+    for port in dev.data().ports().iter() {
+        let Some(active) = port.transition() else {
+            continue;
+        };
+        let name = port.netdev.name();
+        if active {
+            ibdev_print!(dev, Info, "port {} active on {}", port.num, name);
+            dev.dispatch_port_event(u32::from(port.num), PortEvent::Active);
+        } else {
+            ibdev_print!(dev, Info, "port {} down on {}", port.num, name);
+            dev.dispatch_port_event(u32::from(port.num), PortEvent::Error);
+        }
     }
+}
+
+/// Whether `second` can be port 2 of a device whose port 1 is `first`: another netdev, of
+/// a kind RoCEv2 runs over, that is no VLAN (see `newlink`).
+fn check_second_port(first: &NetDevice, second: &NetDevice) -> Result {
+    if core::ptr::eq(first.as_raw(), second.as_raw()) {
+        pr_err!("{}: port2 pairs it with itself\n", first.name());
+        return Err(EINVAL);
+    }
+    if (!second.is_ethernet() && !second.is_l3_only()) || second.is_vlan() {
+        pr_err!(
+            "{}: cannot be port 2 of {}: neither Ethernet nor L3-only, or a VLAN\n",
+            second.name(),
+            first.name()
+        );
+        return Err(eopnotsupp());
+    }
+    Ok(())
 }
 
 impl RdmaDriver for Rrxe {
@@ -104,16 +123,29 @@ impl RdmaDriver for Rrxe {
             pr_err!("{}: an RDMA device of that name exists\n", name);
             return Err(EEXIST);
         }
-        let data = RrxeDevice::new(netdev)?;
+        let second = netdev.paired_by_param()?;
+        if let Some(second) = &second {
+            check_second_port(netdev, second)?;
+        }
+        let data = RrxeDevice::new(netdev, second.clone())?;
         let new = NewDevice {
             name,
             netdev,
+            second: second.as_deref(),
             node_guid: data.guid(),
-            ports: PORT,
+            ports: data.ports().count(),
         };
         match devices.register(new, data) {
             Ok(()) => {
-                pr_info!("{}: added over {}\n", name, netdev.name());
+                match &second {
+                    Some(second) => pr_info!(
+                        "{}: added over {} (port 1) and {} (port 2)\n",
+                        name,
+                        netdev.name(),
+                        second.name()
+                    ),
+                    None => pr_info!("{}: added over {}\n", name, netdev.name()),
+                }
                 Ok(())
             }
             Err(e) => {
@@ -154,7 +186,6 @@ impl Driver for Rrxe {
     const DRIVER_ID: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
     const UVERBS_ABI_VERSION: u32 = params::UVERBS_ABI_VERSION;
     const NODE_DESC: &'static [u8] = params::NODE_DESC;
-    const COUNTERS: CounterDescs = counters::DESCS;
 
     fn query_device(dev: &DeviceOf<Self>, attr: &mut DeviceAttr) -> Result {
         *attr = dev.data().attributes();
@@ -169,7 +200,14 @@ impl Driver for Rrxe {
             // make the core drop the PORT_ERR event of that moment (its cache task passes an
             // event on only after a successful query), the event that tells user consumers
             // to close their contexts, which the device's unregistration waits for.
-            Err(e) if e == ENODEV && !dev.data().netdev().is_registered() => {
+            Err(e)
+                if e == ENODEV
+                    && dev
+                        .data()
+                        .ports()
+                        .get(port)
+                        .is_some_and(|p| !p.netdev.is_registered()) =>
+            {
                 attr.active_speed = b::ib_port_speed_IB_SPEED_SDR as u16;
                 attr.active_width = b::ib_port_width_IB_WIDTH_1X as u8;
                 Ok(())
@@ -192,14 +230,30 @@ impl Driver for Rrxe {
     }
 
     fn netdev(dev: &DeviceOf<Self>, port: u32) -> Option<ARef<NetDevice>> {
-        let netdev = dev.data().netdev();
+        let netdev = &dev.data().ports().get(port)?.netdev;
         // Once unregistration starts the device is on its way out; consumers (GID
         // management, rdma_cm) must not pick the netdev up again.
-        (port == u32::from(PORT) && netdev.is_registered()).then(|| netdev.into())
+        netdev.is_registered().then(|| netdev.clone())
     }
 
-    fn read_counters(dev: &DeviceOf<Self>, values: &mut [u64]) {
-        dev.data().shared().counters.read(values);
+    fn counters(port: u32) -> CounterDescs {
+        if port == 1 {
+            counters::DESCS
+        } else {
+            counters::PORT_DESCS
+        }
+    }
+
+    fn read_counters(dev: &DeviceOf<Self>, port: u32, values: &mut [u64]) {
+        let data = dev.data();
+        let Some(p) = data.ports().get(port) else {
+            return;
+        };
+        if port == 1 {
+            data.shared().counters.read(&p.traffic, values);
+        } else {
+            p.traffic.read(values);
+        }
     }
 
     fn answer_mad(
@@ -211,8 +265,10 @@ impl Driver for Rrxe {
         let Ok(port) = u8::try_from(port) else {
             return MadAnswer::NotMine;
         };
-        let traffic = dev.data().shared().counters.port_traffic();
-        pma::answer(request, port, &traffic, response)
+        let Some(p) = dev.data().ports().get(u32::from(port)) else {
+            return MadAnswer::NotMine;
+        };
+        pma::answer(request, port, &p.traffic.traffic(), response)
     }
 
     fn alloc_ucontext(_dev: &DeviceOf<Self>) -> Result<RrxeUContext> {

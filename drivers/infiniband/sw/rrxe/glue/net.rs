@@ -317,6 +317,11 @@ impl RxPacket {
         unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN) }
     }
 
+    /// The netdev the packet arrived over.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.netdev
+    }
+
     /// The source IP address.
     pub(crate) fn src_ip(&self) -> IpAddr {
         self.src

@@ -4,13 +4,14 @@
 
 use super::bindings;
 use core::marker::PhantomData;
-use core::ptr::{addr_of_mut, NonNull};
+use core::ptr::{self, addr_of_mut, NonNull};
+use kernel::c_str;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::types::{AlwaysRefCounted, Opaque};
+use kernel::types::{ARef, AlwaysRefCounted, Opaque};
 
 /// A network device (`struct net_device`).
 #[repr(transparent)]
@@ -45,6 +46,38 @@ impl NetDevice {
     pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
         // SAFETY: `NetDevice` is a transparent wrapper; the caller guarantees liveness.
         unsafe { &*ptr.cast() }
+    }
+
+    /// The netdev the `port2` module parameter pairs with this one, for a device's second
+    /// port: `Ok(None)` if it names none, `ENODEV` (with a message) if the name it gives is no
+    /// netdev of this one's namespace. Process context.
+    pub(crate) fn paired_by_param(&self) -> Result<Option<ARef<NetDevice>>> {
+        let mut name = [0u8; bindings::RRXE_IFNAMSIZ as usize];
+        let mut second = ptr::null_mut();
+        // SAFETY: `self` is live; `name` has the IFNAMSIZ bytes the shim may write; a netdev
+        // it returns comes with a reference, which `ARef` takes over.
+        let found = unsafe {
+            bindings::rrxe_param_port2(self.as_raw(), name.as_mut_ptr().cast(), &mut second)
+        };
+        match found {
+            0 => Ok(None),
+            1 => match NonNull::new(second) {
+                // SAFETY: a held reference, see above.
+                Some(p) => Ok(Some(unsafe { ARef::from_raw(p.cast()) })),
+                None => Err(ENODEV),
+            },
+            _ => {
+                // strscpy() ended the name with a NUL inside the array.
+                let end = name.iter().position(|&c| c == 0).unwrap_or(name.len() - 1);
+                let name = CStr::from_bytes_with_nul(&name[..=end]).unwrap_or(c_str!("?"));
+                pr_err!(
+                    "{}: port2 names {} for port 2, which is no netdev here\n",
+                    self.name(),
+                    name
+                );
+                Err(ENODEV)
+            }
+        }
     }
 
     /// The raw pointer, for the glue layer.

@@ -51,8 +51,8 @@ static POST_LOCK: LockClass = LockClass::new();
 /// Datagrams a UD QP's doorbell sends before leaving the rest to the task.
 const DOORBELL_BUDGET: usize = 64;
 
-/// The only port of an rrxe device (IBA numbers CA ports from 1).
-pub(crate) const PORT: u8 = 1;
+/// The GSI QP's number (IBA 3.5.1).
+const GSI_QPN: u32 = 1;
 
 /// State of one rrxe QP, held by the core's `struct ib_qp`.
 pub(crate) struct RrxeQp {
@@ -88,6 +88,9 @@ pub(crate) struct QpShared {
     pub(super) destroyed: AtomicBool,
     /// The QP's consumer (its number, its event handler), for deliveries.
     pub(super) handle: QpHandle,
+    /// Where the QP is in the device's table: its number, but for the GSI QP of a port
+    /// other than 1 (see [`QpTable::index_of`]).
+    index: u32,
 }
 
 impl_has_task!(QpShared, task);
@@ -179,8 +182,20 @@ impl QpTable {
     }
 
     /// Queues a received packet to QP `qpn` and kicks its task (softirq context).
-    pub(crate) fn deliver(&self, dev: &DeviceShared, qpn: u32, pkt: RxPacket) {
-        let Some(qp) = self.qps.get(qpn) else {
+    /// Where a packet for QP `qpn` that arrived on `port` goes in the table: each port has
+    /// a GSI QP numbered 1 (IBA 3.5.1), the one of port N at index N; the numbers below
+    /// [`params::MIN_QPN`] are no other QP's, and QP0 (the SMI) does not exist on RoCE.
+    pub(crate) fn index_of(qpn: u32, port: u8) -> Option<u32> {
+        match qpn {
+            GSI_QPN => Some(u32::from(port)),
+            0 | 2..params::MIN_QPN => None,
+            _ => Some(qpn),
+        }
+    }
+
+    /// Delivers a packet to the QP at table index `index` (see [`Self::index_of`]).
+    pub(crate) fn deliver(&self, dev: &DeviceShared, index: u32, pkt: RxPacket) {
+        let Some(qp) = self.qps.get(index) else {
             dev.counters.rx_no_qp.inc();
             return;
         };
@@ -299,13 +314,22 @@ pub(crate) fn create(
         None if tgt => (None, None),
         None => (Some(sq.poster()?), Some(rq.poster()?)),
     };
-    // IBA 3.5.1: the GSI QP is QP1.
+    // IBA 3.5.1: the GSI QP is QP1, one a port.
     let (min, max) = match init.qp_type {
-        QpType::Gsi => (1, 1),
+        QpType::Gsi => {
+            let index = QpTable::index_of(GSI_QPN, init.port).ok_or(EINVAL)?;
+            dev.ports.get(index).ok_or(EINVAL)?;
+            (index, index)
+        }
         _ => (params::MIN_QPN, params::MAX_QPN),
     };
     let slot = qps.qps.reserve(min, max)?;
-    let qpn = slot.index();
+    let index = slot.index();
+    let qpn = if init.qp_type == QpType::Gsi {
+        GSI_QPN
+    } else {
+        index
+    };
     let core = QpCore {
         engine: new_engine(init.qp_type, qpn, init.xrcd)?,
         sq,
@@ -339,6 +363,7 @@ pub(crate) fn create(
             ),
             destroyed: AtomicBool::new(false),
             handle,
+            index,
         }),
         GFP_KERNEL,
     )?;
@@ -357,7 +382,7 @@ pub(crate) fn create(
 /// handler the QP's own task called (see `outbox.rs`).
 pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
     let shared = &qp.shared;
-    drop(qps.qps.remove(shared.handle.qpn()));
+    drop(qps.qps.remove(shared.index));
     shared
         .destroyed
         .store(true, core::sync::atomic::Ordering::Release);
@@ -444,9 +469,9 @@ fn pkey_at(index: u16) -> Result<PKey> {
     })
 }
 
-/// Checks an address vector against the device: RoCEv2, on the device's port.
-fn check_av(av: &AddressVector) -> Result {
-    if !av.roce_v2 || av.port != PORT {
+/// Checks an address vector against the device: RoCEv2, on one of the device's ports.
+fn check_av(av: &AddressVector, dev: &DeviceShared) -> Result {
+    if !av.roce_v2 || dev.ports.get(u32::from(av.port)).is_none() {
         return Err(EINVAL);
     }
     Ok(())
@@ -459,7 +484,11 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
     let mut guard = shared.core.lock();
     let core = guard.as_mut().ok_or(EINVAL)?;
     let mut req = m.attrs;
-    if req.port.is_some_and(|p| p != PORT) {
+    let dev = core.dev.clone();
+    if req
+        .port
+        .is_some_and(|p| dev.ports.get(u32::from(p)).is_none())
+    {
         return Err(EINVAL);
     }
     if let Some(i) = m.pkey_index {
@@ -470,12 +499,13 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
     let primary = core.engine.context().primary.av.unwrap_or(PathHandle(0));
     let alternate = PathHandle(1 - primary.0);
     if let Some(av) = &m.av {
-        check_av(av)?;
+        check_av(av, &dev)?;
         req.av = Some(primary);
     }
     if let Some(alt) = &m.alt_path {
-        check_av(&alt.av)?;
-        if alt.port != PORT {
+        // IBA 17.2.8: the alternate path may leave over another port of the CA.
+        check_av(&alt.av, &dev)?;
+        if alt.port != alt.av.port {
             return Err(EINVAL);
         }
         req.alt_path = Some(AltPath {

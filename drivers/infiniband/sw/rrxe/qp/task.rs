@@ -112,14 +112,18 @@ impl QpCore {
         true
     }
 
-    /// Which of the QP's paths a packet came over: its source is the path's destination and
-    /// its destination the path's source.
+    /// Which of the QP's paths a packet came over: it arrived on the path's port, its source
+    /// is the path's destination and its destination the path's source.
     fn arrival(&self, pkt: &RxPacket) -> Arrival {
         let (src, dst) = (pkt.src_ip(), pkt.dst_ip());
+        let port = self.dev.ports.of_netdev(pkt.netdev()).map_or(1, |p| p.num);
         let mut a = Arrival::NONE;
         for (h, av) in self.paths.iter().enumerate() {
             if let Some(av) = av {
-                if IpAddr::from_octets(av.dgid) == src && IpAddr::from_octets(av.sgid) == dst {
+                if av.port == port
+                    && IpAddr::from_octets(av.dgid) == src
+                    && IpAddr::from_octets(av.sgid) == dst
+                {
                     a = a.with(PathHandle(h as u8));
                 }
             }
@@ -247,8 +251,8 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
     g
 }
 
-/// Sends one packet along `av`; traffic to this device's own address takes the loopback
-/// path, everything else the netdev's IP stack.
+/// Sends one packet along `av`, out of the netdev of its port; traffic to this device's own
+/// address takes the loopback path, everything else the netdev's IP stack.
 fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
     let path = net::TxPath {
         src: IpAddr::from_octets(av.sgid),
@@ -257,17 +261,23 @@ fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) {
         tclass: av.traffic_class,
         hop_limit: av.hop_limit,
     };
+    // Modify QP and Create AH checked the port against the device's.
+    let Some(port) = dev.ports.get(u32::from(av.port)) else {
+        dev.counters.tx_no_path.inc();
+        return;
+    };
     let result = if av.sgid == av.dgid {
-        net::loopback(&dev.netdev, &path, pkt)
+        net::loopback(&port.netdev, &path, pkt)
     } else {
-        net::transmit(&dev.netdev, &path, pkt)
+        net::transmit(&port.netdev, &path, pkt)
     };
     match result {
         Ok(()) => {
-            dev.counters.sent_pkts.inc();
-            dev.counters.sent_octets.add(pkt.len() as u64);
+            let traffic = &port.traffic;
+            traffic.sent_pkts.inc();
+            traffic.sent_octets.add(pkt.len() as u64);
             if path.dst.is_multicast() {
-                dev.counters.mcast_sent_pkts.inc();
+                traffic.mcast_sent_pkts.inc();
             }
         }
         Err(_) => dev.counters.tx_errors.inc(),

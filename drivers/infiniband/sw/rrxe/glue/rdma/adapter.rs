@@ -322,7 +322,7 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn get_hw_stats(
         ibdev: *mut bindings::ib_device,
         stats: *mut bindings::rdma_hw_stats,
-        _port: u32,
+        port: u32,
         _index: c_int,
     ) -> c_int {
         // SAFETY: see the function's contract.
@@ -330,7 +330,7 @@ impl<T: Driver> Adapter<T> {
             let n = usize::try_from((*stats).num_counters).unwrap_or(0);
             (Self::dev(ibdev), (*stats).value.as_mut_slice(n))
         };
-        T::read_counters(dev, values);
+        T::read_counters(dev, port, values);
         values.len() as c_int
     }
 
@@ -339,9 +339,9 @@ impl<T: Driver> Adapter<T> {
     /// See [`Self::query_device`].
     unsafe extern "C" fn alloc_hw_port_stats(
         _ibdev: *mut bindings::ib_device,
-        _port: u32,
+        port: u32,
     ) -> *mut bindings::rdma_hw_stats {
-        let descs = T::COUNTERS.0;
+        let descs = T::counters(port).0;
         // SAFETY: the descriptors are 'static; the core frees the structure.
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
@@ -954,6 +954,11 @@ impl<T: Driver> Adapter<T> {
                 recv_cq,
                 srq,
                 signal_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+                port: if qp_type == QpType::Gsi {
+                    u8::try_from(init.port_num).map_err(|_| EINVAL)?
+                } else {
+                    0
+                },
             };
             let handle = QpHandle::from_raw(NonNull::new(ibqp).ok_or(EINVAL)?);
             let (data, qpn) = T::create_qp(dev, handle, &mut qinit, udata.as_mut())?;

@@ -194,6 +194,8 @@ pub(crate) struct QpInit<'a, C, S> {
     pub(crate) srq: Option<&'a S>,
     /// Whether every send WR completes (IB_SIGNAL_ALL_WR) rather than only signaled ones.
     pub(crate) signal_all: bool,
+    /// The port of a GSI QP (each port has its own QP1, IBA 3.5.1); 0 for other types.
+    pub(crate) port: u8,
 }
 
 /// `enum ib_qp_state` of an engine state.

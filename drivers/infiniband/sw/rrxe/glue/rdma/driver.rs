@@ -70,8 +70,6 @@ pub(crate) trait Driver: Sized + 'static {
     const UVERBS_ABI_VERSION: u32;
     /// Node description (`node_desc`).
     const NODE_DESC: &'static [u8];
-    /// The names of the port counters `rdma statistic` shows.
-    const COUNTERS: CounterDescs;
 
     /// Fills the device attributes.
     fn query_device(dev: &DeviceOf<Self>, attr: &mut DeviceAttr) -> Result;
@@ -85,8 +83,10 @@ pub(crate) trait Driver: Sized + 'static {
     fn link_layer(dev: &DeviceOf<Self>, port: u32) -> LinkLayer;
     /// The netdev `port` runs over, if it is still registered.
     fn netdev(dev: &DeviceOf<Self>, port: u32) -> Option<ARef<NetDevice>>;
-    /// Reads the port counters, in the order of [`Driver::COUNTERS`].
-    fn read_counters(dev: &DeviceOf<Self>, values: &mut [u64]);
+    /// The names of the counters of `port` that `rdma statistic` shows.
+    fn counters(port: u32) -> CounterDescs;
+    /// Reads the counters of `port`, in the order of [`Driver::counters`].
+    fn read_counters(dev: &DeviceOf<Self>, port: u32, values: &mut [u64]);
     /// Answers a management datagram the core asks `port` about itself (no wire involved:
     /// the core's PerfMgmt queries behind the port's `counters/` in sysfs). A driver that
     /// implements it gets those counters.

@@ -35,6 +35,8 @@ pub(crate) struct NewDevice<'a> {
     pub(crate) name: &'a CStr,
     /// The netdev the device runs over (its first port).
     pub(crate) netdev: &'a NetDevice,
+    /// The netdev of its second port, if it has one.
+    pub(crate) second: Option<&'a NetDevice>,
     /// Node GUID, in host order (the core stores it big-endian).
     pub(crate) node_guid: u64,
     /// Number of ports.
@@ -44,8 +46,9 @@ pub(crate) struct NewDevice<'a> {
 /// A device the registry keeps a `struct device` reference on.
 struct Entry {
     ibdev: NonNull<bindings::ib_device>,
-    /// Identity of the netdev, compared but never dereferenced.
-    netdev: *const bindings::net_device,
+    /// Identities of the ports' netdevs (null: no second port), compared but never
+    /// dereferenced.
+    netdevs: [*const bindings::net_device; 2],
     /// Cleared by `dealloc_driver`: the driver data is gone.
     alive: bool,
 }
@@ -54,6 +57,11 @@ struct Entry {
 unsafe impl Send for Entry {}
 
 impl Entry {
+    /// Whether a port of the device runs over the netdev `key`.
+    fn runs_over(&self, key: *const bindings::net_device) -> bool {
+        self.alive && !key.is_null() && self.netdevs.contains(&key)
+    }
+
     /// Fences a `dealloc_driver` that may still run elsewhere, then drops the reference.
     fn release(self) {
         // SAFETY: we hold a struct device reference, so the ib_device is allocated.
@@ -113,13 +121,11 @@ impl<T: Driver> DeviceRegistry<T> {
         }
     }
 
-    /// Calls `f` on the live device running over `netdev`, if there is one.
+    /// Calls `f` on the live device a port of which runs over `netdev`, if there is one.
     pub(crate) fn with_netdev(&self, netdev: &NetDevice, f: impl FnOnce(&DeviceOf<T>)) {
         let entries = self.entries.lock();
-        let found = entries
-            .iter()
-            .flatten()
-            .find(|e| e.alive && e.netdev == netdev.as_raw().cast_const());
+        let key = netdev.as_raw().cast_const();
+        let found = entries.iter().flatten().find(|e| e.runs_over(key));
         if let Some(entry) = found {
             // SAFETY: the entry is alive and we hold the lock `dealloc_driver` takes to mark
             // it dead before dropping the data.
@@ -127,7 +133,8 @@ impl<T: Driver> DeviceRegistry<T> {
         }
     }
 
-    /// Starts unregistering the device running over `netdev`, which is going away.
+    /// Starts unregistering the device a port of which runs over `netdev`, which is going
+    /// away: a port cannot lose its netdev while the device stays (its QPs' paths name it).
     pub(crate) fn unregister_netdev(&self, netdev: &NetDevice) {
         self.with_netdev(netdev, |dev| dev.unregister_queued());
     }
@@ -195,7 +202,10 @@ impl<T: Driver> DeviceRegistry<T> {
         }
         let entry = Entry {
             ibdev,
-            netdev: new.netdev.as_raw().cast_const(),
+            netdevs: [
+                new.netdev.as_raw().cast_const(),
+                new.second.map_or(ptr::null(), |n| n.as_raw().cast_const()),
+            ],
             alive: true,
         };
         // SAFETY: the entry's reference (dropped by `Entry::release`, or below).
@@ -231,23 +241,25 @@ impl<T: Driver> DeviceRegistry<T> {
             }
         }
 
-        // The netdev may have started unregistering while we registered, before the device
+        // A netdev may have started unregistering while we registered, before the device
         // could be found by its NETDEV_UNREGISTER event: unregister it ourselves.
-        if !new.netdev.is_registered() {
-            self.unregister_netdev(new.netdev);
+        for netdev in [Some(new.netdev), new.second].into_iter().flatten() {
+            if !netdev.is_registered() {
+                self.unregister_netdev(netdev);
+            }
         }
         Ok(())
     }
 
-    /// Adds `entry`, unless its netdev already has a live device: the check and the
-    /// insertion share one critical section, so concurrent `rdma link add`s on one netdev
-    /// (nldev runs them in parallel) cannot both succeed.
+    /// Adds `entry`, unless one of its netdevs already has a live device: the check and
+    /// the insertion share one critical section, so concurrent `rdma link add`s on one
+    /// netdev (nldev runs them in parallel) cannot both succeed.
     fn track(&self, entry: Entry) -> Result {
         let mut entries = self.entries.lock();
         if entries
             .iter()
             .flatten()
-            .any(|e| e.alive && e.netdev == entry.netdev)
+            .any(|e| entry.netdevs.iter().any(|&n| e.runs_over(n)))
         {
             return Err(EEXIST);
         }
