@@ -23,12 +23,14 @@ if [ -n "${RRXE_LOCAL2_IP4:-}" ]; then
 	# fails.
 	check "rdma_cm over port 2: rping -C 5 -V to $RRXE_PEER2_IP4 (CM MADs on port 2's QP1)" \
 		wait_for 600 timeout 60 rping -c -a "$RRXE_PEER2_IP4" -C 5 -V -p 4798
+	# Wire 1 fails twice: both VMs take eth0 down, later both lose all they send on it.
 	subtest "apm_verbs client: migrations to port 2 (eth1) and back, against side B's rrxe" \
-		env APM_ALT_PORT=2 APM_ALT_NETDEV=eth1 \
+		env APM_ALT_PORT=2 APM_ALT_NETDEV=eth1 APM_FAIL=down APM_FAIL2=netem \
 		"$APM_VERBS" client rrxe0 4799 "$RRXE_LOCAL_IP4" "$RRXE_LOCAL2_IP4" \
 		"$RRXE_PEER_IP4" "$RRXE_PEER2_IP4"
-	apm_counter_check path_migrations_auto 1
-	apm_counter_check path_migrations_commanded 2
+	apm_counter_check path_migrations_auto 2
+	# Two to fail back, one refused by the peer.
+	apm_counter_check path_migrations_commanded 3
 	apm_counter_check sent_pkts + 2
 	apm_counter_check rcvd_bytes + 2
 	# shellcheck disable=SC2016

@@ -16,9 +16,14 @@
  *	path, and nothing may migrate.
  *
  * The client drives and prints TAP lines; the server follows its commands over a TCP
- * connection to PEER_ALT_IP:TCP_PORT (the first path is the one that fails). A path "fails" on both VMs at once: each points its
- * neighbour entry for the peer's address on that path at a MAC no NIC has, so the peer's
- * NIC drops the frames; restoring the path deletes the entry.
+ * connection to PEER_ALT_IP:TCP_PORT (the first path is the one that fails). A path "fails"
+ * on both VMs at once, in one of three ways (APM_FAIL in the client's environment; a second
+ * failure later in the run with APM_FAIL2, if set):
+ *   neigh  (default) each points its neighbour entry for the peer's address on that path at
+ *          a MAC no NIC has, so the peer's NIC drops the frames; restoring deletes the entry;
+ *   netem  each loses every packet it sends out of the path's netdev (tc netem loss 100%);
+ *   down   each takes the path's netdev down, and up again to restore it.
+ * The last two take the whole netdev, so they need the alternate path on another port.
  *
  * Traffic is rounds of a Send (checked by the server: sequence number and bytes), an RDMA
  * Write (read back and compared at the end), an RDMA Read of a known pattern and a
@@ -50,6 +55,8 @@
 #define BOGUS_MAC "02:00:5e:00:00:01"
 
 enum { PRIMARY, ALTERNATE, MISMATCHED };
+enum { FAIL_NEIGH, FAIL_NETEM, FAIL_DOWN };
+static const char *const fail_names[] = { "neigh", "netem", "down" };
 enum { CTL_FAIL = 1, CTL_RESTORE, CTL_REARM, CTL_STATS, CTL_QUIT };
 
 struct ctl {
@@ -332,18 +339,46 @@ static void query(int64_t *mig_state, int64_t *qp_state, int64_t *primary)
 		*primary = -2;
 }
 
-/* Points the neighbour entry of the peer's address on @path at nobody (@fail) or forgets it. */
-static void set_path(int path, int fail)
+/* The failure mode named by environment variable @var: -1 if unset. */
+static int fail_mode(const char *var)
 {
-	char cmd[256];
+	const char *v = getenv(var);
+	int i;
 
-	if (fail)
+	if (!v)
+		return -1;
+	for (i = 0; i < 3; i++)
+		if (!strcmp(v, fail_names[i]))
+			return i;
+	fprintf(stderr, "apm_verbs: %s: not neigh, netem or down: %s\n", var, v);
+	exit(2);
+}
+
+/* Fails (@fail) or restores @path in the way @mode names (see the top of the file). */
+static void set_path(int path, int fail, int mode)
+{
+	const char *n = netdev_of[path];
+	char cmd[384];
+
+	if (mode == FAIL_NETEM && fail)
+		snprintf(cmd, sizeof(cmd), "tc qdisc replace dev %s root netem loss 100%%", n);
+	else if (mode == FAIL_NETEM)
+		snprintf(cmd, sizeof(cmd), "tc qdisc del dev %s root", n);
+	else if (mode == FAIL_DOWN && fail)
+		snprintf(cmd, sizeof(cmd), "ip link set %s down", n);
+	else if (mode == FAIL_DOWN)
+		/* Up, and back on the wire: the carrier returns a moment later. */
+		snprintf(cmd, sizeof(cmd),
+			 "ip link set %s up && for i in $(seq 50); do "
+			 "grep -q 1 /sys/class/net/%s/carrier && exit 0; sleep 0.1; done; exit 1",
+			 n, n);
+	else if (fail)
 		snprintf(cmd, sizeof(cmd),
 			 "ip neigh replace %s lladdr " BOGUS_MAC " dev %s nud permanent",
-			 peer_ip[path], netdev_of[path]);
+			 peer_ip[path], n);
 	else
 		snprintf(cmd, sizeof(cmd), "ip neigh del %s dev %s 2>/dev/null; true",
-			 peer_ip[path], netdev_of[path]);
+			 peer_ip[path], n);
 	if (system(cmd))
 		fprintf(stderr, "apm_verbs: '%s' failed\n", cmd);
 }
@@ -405,7 +440,7 @@ static int serve(void)
 		switch (c.op) {
 		case CTL_FAIL:
 		case CTL_RESTORE:
-			set_path((int)c.arg, c.op == CTL_FAIL);
+			set_path((int)(c.arg & 0xff), c.op == CTL_FAIL, (int)(c.arg >> 8));
 			st.rc = 0;
 			break;
 		case CTL_REARM:
@@ -570,11 +605,14 @@ static int run_client(void)
 	struct stats st;
 	int64_t mig, qps, prim;
 	double t_fail, resumed = 0, bound;
-	int bad = 0, i;
+	int bad = 0, i, fail1 = fail_mode("APM_FAIL"), fail2 = fail_mode("APM_FAIL2");
 
+	if (fail1 < 0)
+		fail1 = FAIL_NEIGH;
 	connect_qp();
-	printf("TAP version 13\n# automatic path migration, the alternate path over port %d (%s)\n",
-	       gid_port[ALTERNATE], netdev_of[ALTERNATE]);
+	printf("TAP version 13\n# automatic path migration, the alternate path over port %d (%s); "
+	       "the first path fails by %s\n", gid_port[ALTERNATE], netdev_of[ALTERNATE],
+	       fail_names[fail1]);
 	tap(!rearm(ALTERNATE), "client: alternate path loaded and re-armed (RTS to RTS)");
 	st = command(CTL_REARM, ALTERNATE);
 	tap(!st.rc, "server: alternate path loaded and re-armed");
@@ -587,8 +625,8 @@ static int run_client(void)
 
 	/* The primary path fails both ways in the middle of the traffic. */
 	rounds(10, &bad);
-	command(CTL_FAIL, PRIMARY);
-	set_path(PRIMARY, 1);
+	command(CTL_FAIL, PRIMARY | fail1 << 8);
+	set_path(PRIMARY, 1, fail1);
 	t_fail = now();
 	bad += round_trip(&resumed);
 	rounds(10, &bad);
@@ -615,8 +653,8 @@ static int run_client(void)
 	    "traffic resumed only after the retries on the old path ran out");
 
 	/* Restore the first path, re-arm onto it, migrate back by command: no loss. */
-	command(CTL_RESTORE, PRIMARY);
-	set_path(PRIMARY, 0);
+	command(CTL_RESTORE, PRIMARY | fail1 << 8);
+	set_path(PRIMARY, 0, fail1);
 	tap(!rearm(PRIMARY) && !command(CTL_REARM, PRIMARY).rc,
 	    "both re-armed onto the restored first path");
 	rounds(3, &bad);
@@ -637,6 +675,46 @@ static int run_client(void)
 		    st.primary == PRIMARY && ev_mig == 2 && st.ev_mig == 2,
 	    "after the commanded migration both use the first path again, nothing lost "
 	    "(events: client %lld, server %lld)", (long long)ev_mig, (long long)st.ev_mig);
+	if (fail2 >= 0) {
+		/* Armed again, the first path fails another way, and they fail back again. */
+		tap(!rearm(ALTERNATE) && !command(CTL_REARM, ALTERNATE).rc,
+		    "both re-armed onto the alternate path");
+		rounds(3, &bad);
+		command(CTL_FAIL, PRIMARY | fail2 << 8);
+		set_path(PRIMARY, 1, fail2);
+		t_fail = now();
+		resumed = 0;
+		bad += round_trip(&resumed);
+		rounds(5, &bad);
+		bad += check_writes();
+		st = command(CTL_STATS, 0);
+		query(&mig, &qps, &prim);
+		printf("# failover (%s): %.0f ms to resumed traffic\n", fail_names[fail2],
+		       (resumed - t_fail) * 1e3);
+		tap(!bad && st.recv_ok == sends && st.counter == adds && ev_mig == 3 &&
+			    st.ev_mig == 3 && prim == ALTERNATE && st.primary == ALTERNATE &&
+			    resumed - t_fail >= bound * 0.9,
+		    "the first path failed again (%s): both migrated to the alternate path after "
+		    "the retries, nothing lost (events: client %lld, server %lld)",
+		    fail_names[fail2], (long long)ev_mig, (long long)st.ev_mig);
+		command(CTL_RESTORE, PRIMARY | fail2 << 8);
+		set_path(PRIMARY, 0, fail2);
+		tap(!rearm(PRIMARY) && !command(CTL_REARM, PRIMARY).rc,
+		    "both re-armed onto the restored first path");
+		rounds(3, &bad);
+		{
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS,
+						 .path_mig_state = IBV_MIG_MIGRATED };
+
+			ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MIG_STATE);
+		}
+		rounds(3, &bad);
+		st = command(CTL_STATS, 0);
+		query(&mig, &qps, &prim);
+		tap(!bad && prim == PRIMARY && st.primary == PRIMARY && ev_mig == 4 &&
+			    st.ev_mig == 4,
+		    "commanded back onto the first path, nothing lost");
+	}
 
 	/* The server's alternate path names an address pair the client never uses: the
 	 * client's migration request is refused. */
