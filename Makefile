@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench test-host lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local test-host lint clean
 
 all: module
 
@@ -54,6 +54,10 @@ soak:
 # A benchmark, not a test: perftest on rrxe and rdma_rxe in one boot, with ratios.
 bench:
 	@scripts/bench.sh
+
+# The same comparison in one VM: loopback on one device, rounds interleaved, with spreads.
+bench-local:
+	@scripts/bench.sh local
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # `make bench`: perftest on rrxe and on rdma_rxe in the same two-VM boot (release kernel),
-# with the rrxe/rdma_rxe ratio of each figure. See Documentation/rrxe/benchmarks.rst.
+# with the rrxe/rdma_rxe ratio of each figure. `scripts/bench.sh local` (`make bench-local`):
+# the same comparison in one VM, loopback on one device (selftests/rrxe/bench-local.sh);
+# BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount).
+# See Documentation/rrxe/benchmarks.rst.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -18,6 +21,12 @@ envs=()
 for v in $(compgen -v BENCH_); do
 	envs+=(--env "$v=${!v}")
 done
+if [ "${1:-}" = local ]; then
+	icount=()
+	[ -z "${BENCH_ICOUNT:-}" ] || icount=(--icount "$BENCH_ICOUNT")
+	exec scripts/vm.sh --variant release --timeout 7200 --out "$out" "${envs[@]}" "${icount[@]}" \
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/bench-local.sh
+fi
 # The Unix wire: the TCP one holds a pausing sender's last frames ~40 ms (Nagle), which a
 # credit-limited sender and every ping-pong pay (Documentation/rrxe/benchmarks.rst).
 scripts/vm.sh --variant release --two --wire "${BENCH_WIRE:-unix}" --timeout 5400 --out "$out" "${envs[@]}" \

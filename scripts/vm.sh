@@ -5,7 +5,7 @@
 #   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
 #                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
 #                 [--ignore-splat REGEX]... [--pcap FILE] [--two] [--wire tcp|unix]
-#                 [--wires 1|2]
+#                 [--wires 1|2] [--icount SHIFT]
 #                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND'] [--append 'KERNEL ARGS']
 #   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
 #
@@ -21,7 +21,7 @@ repo=$(cd "$here/.." && pwd)
 . "$here/../selftests/rrxe/lib/splats.sh"
 
 usage() {
-	sed -n '5,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '5,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -46,10 +46,11 @@ files=()
 append_extra=
 wire=tcp
 wires=1
+icount=
 
 while (($#)); do
 	case "$1" in
-	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire | --wires)
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire | --wires | --icount)
 		(($# >= 2)) || die "$1 needs an argument"
 		;;
 	esac
@@ -65,6 +66,7 @@ while (($#)); do
 	--append) append_extra+=" $2" ;;
 	--wire) wire=$2 ;;
 	--wires) wires=$2 ;;
+	--icount) icount=$2 ;;
 	--ignore-splat) ignore+=(-i "$2") ;;
 	--two)
 		two=1
@@ -109,6 +111,7 @@ fi
 case "$wire" in tcp | unix) ;; *) die "unknown wire '$wire' (tcp or unix)" ;; esac
 case "$wires" in 1 | 2) ;; *) die "--wires wants 1 or 2, not '$wires'" ;; esac
 ((wires == 1)) || ((two)) || die "--wires 2 needs --two"
+[ -z "$icount" ] || [[ "$icount" =~ ^([0-9]|10)$ ]] || die "--icount wants a shift of 0 to 10"
 for m in "${modules[@]}"; do
 	[ -f "$m" ] || die "no such module: $m"
 	case "$m" in *.ko) ;; *) die "not a .ko file: $m" ;; esac
@@ -214,6 +217,12 @@ wire_args() {
 	args+=(-device "virtio-net-pci,netdev=$id,mac=$mac")
 }
 
+# The accelerator. --icount: one TCG thread for all vCPUs, and guest time that advances
+# with the instructions executed (2^SHIFT ns each), not with the host's clock: a figure then
+# measures the code path, not the host's scheduling (Documentation/rrxe/benchmarks.rst).
+accel=(-accel tcg)
+[ -z "$icount" ] || accel=(-accel tcg,thread=single -icount "shift=$icount,sleep=off")
+
 qemu_args() {
 	local s=$1 addr=$2
 	local append="console=ttyS0 root=/dev/root rootfstype=9p"
@@ -226,7 +235,7 @@ qemu_args() {
 	# its remaining tests twice as slowly after the switch.
 	append+=" acpi=noirq no_timer_check tsc=reliable init=$repo/scripts/vm-init.sh rrxevm=$s panic=-1 log_buf_len=4M printk.devkmsg=on$append_extra"
 	args=(
-		qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G
+		qemu-system-x86_64 "${accel[@]}" -cpu max -smp 2 -m 2G
 		-nodefaults -no-user-config -nic none -display none -no-reboot
 		-serial "file:$out/$s.console"
 		-kernel "$bzimage" -append "$append"

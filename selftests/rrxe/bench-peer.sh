@@ -5,14 +5,10 @@
 # which side A (selftests/rrxe/bench.sh) starts each perftest server.
 here=$(dirname "$0")
 . "$here/lib/gid.sh"
+. "$here/lib/benchstat.sh"
 
 for mod in rrxe rdma_rxe; do
-	dev=${mod#rdma_}0
-	modprobe "$mod" && rdma link add "$dev" type "${mod#rdma_}" netdev eth0 || exit 1
-	for _ in $(seq 100); do
-		g4=$(gid_index "$dev" "$RRXE_LOCAL_IP4") && break
-		sleep 0.1
-	done
+	bench_device "$mod" eth0 "$RRXE_LOCAL_IP4" || exit 1
 	python3 "$here/lib/verbs_ctl.py" 4793 600 "/tmp/bench-$mod.txt" "GID4=$g4" >/dev/null
 	rdma link delete "$dev"
 	rmmod "$mod"

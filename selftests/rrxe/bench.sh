@@ -10,6 +10,7 @@
 # test: it fails only if a program does.
 here=$(dirname "$0")
 . "$here/lib/gid.sh"
+. "$here/lib/benchstat.sh"
 ITER=${BENCH_ITERS:-1000}
 LAT_ITER=${BENCH_LAT_ITERS:-500}
 CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
@@ -17,8 +18,6 @@ REPEAT=${BENCH_REPEAT:-3}
 RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
 # Which tables to measure: "main" (bandwidth and latency), "credits" (slow receiver).
 TABLES=${BENCH_TABLES:-main credits}
-# fig[KEY] holds one figure per repetition, space-separated.
-declare -A fig
 rc=0
 port=19000
 
@@ -47,12 +46,7 @@ perf() {
 }
 
 for mod in rrxe rdma_rxe; do
-	dev=${mod#rdma_}0
-	modprobe "$mod" && rdma link add "$dev" type "${mod#rdma_}" netdev eth0 || exit 1
-	for _ in $(seq 100); do
-		g4=$(gid_index "$dev" "$RRXE_LOCAL_IP4") && break
-		sleep 0.1
-	done
+	bench_device "$mod" eth0 "$RRXE_LOCAL_IP4" || exit 1
 	for _ in $(seq 600); do
 		exec 3<>"/dev/tcp/$RRXE_PEER_IP4/4793" 2>/dev/null && break
 		sleep 1
@@ -87,22 +81,6 @@ for mod in rrxe rdma_rxe; do
 	rmmod "$mod"
 	sleep 2
 done
-
-# stat KEY: "median (min-max)" of fig[KEY], or "-".
-stat() {
-	tr ' ' '\n' <<<"${fig[$1]:-}" | awk 'NF' | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "-"; exit }
-			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			printf "%.2f (%.2f-%.2f)\n", m, v[1], v[NR]
-		}'
-}
-median() { stat "$1" | awk '{ print $1 }'; }
-ratio() {
-	awk -v a="$(median "$1")" -v b="$(median "$2")" \
-		'BEGIN { if (a != "-" && b != "-" && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
-}
 
 echo
 echo "perftest, median (min-max) of $REPEAT runs"

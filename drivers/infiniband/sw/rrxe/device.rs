@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The rrxe device: one RoCEv2 CA with a port over an Ethernet netdev, or two ports over
-//! two. It composes the
-//! object tables, the state its QPs share, and its place on the RoCEv2 port, and answers
-//! the device and port queries.
+//! two. It composes the object tables, the state its QPs share, and its place on the
+//! RoCEv2 ports, and answers the device and port queries.
 
 use crate::glue::bindings as b;
 use crate::glue::module_param::Limit;

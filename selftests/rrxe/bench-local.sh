@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-local`: perftest in loopback on one device in one VM, so that no second guest's
+# scheduling enters the figures: server and client on the same device over one end of a
+# veth pair, on rrxe and on rdma_rxe in turn, BENCH_REPEAT rounds in the same boot (rrxe,
+# then rdma_rxe, each round: both need UDP 4791, so one at a time). Figures:
+#  - bandwidth of 64 KiB RDMA Write, Send and RDMA Read (MB/s), with the guest's kernel
+#    CPU time per MB: system, irq and softirq time (both ends poll their CQs in user space,
+#    so user time is polling; the driver's work is kernel time);
+#  - latency of 2-byte RDMA Write, Send and RDMA Read (average us);
+#  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message.
+# Prints each figure's median (min-max), its spread ((max-min)/median) and the rrxe/rdma_rxe
+# ratio of the medians. A benchmark, not a test: it fails only if a program does.
+# Documentation/rrxe/benchmarks.rst.
+here=$(dirname "$0")
+. "$here/lib/gid.sh"
+. "$here/lib/benchstat.sh"
+REPEAT=${BENCH_REPEAT:-5}
+BW_ITER=${BENCH_ITERS:-1000}
+LAT_ITER=${BENCH_LAT_ITERS:-1000}
+RATE_ITER=${BENCH_RATE_ITERS:-20000}
+ADDR=198.18.9.1
+rc=0
+port=19000
+
+# kernel_ticks: the guest's system + irq + softirq time so far, in USER_HZ ticks.
+kernel_ticks() {
+	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
+}
+
+# perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev; appends its figure to
+# fig[KEY] (bw: average MB/s; lat: average us; rate: thousands of messages a second) and,
+# for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message).
+perf() {
+	local key=$1 kind=$2 prog=$3 out row t0 t1 i
+	shift 3
+	port=$((port + 1))
+	"$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" >/dev/null 2>&1 &
+	local server=$!
+	for i in $(seq 100); do
+		ss -Hltn "sport = :$port" | grep -q . && break
+		sleep 0.1
+	done
+	t0=$(kernel_ticks)
+	out=$(timeout 300 "$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" "$ADDR" 2>&1) || rc=1
+	t1=$(kernel_ticks)
+	wait "$server" || rc=1
+	# bw: "#bytes #iterations BW-peak BW-average MsgRate" (MB/s, Mpps);
+	# lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (us).
+	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
+	echo "# $key $prog $*: $row; kernel CPU $((t1 - t0)) ticks"
+	[ -n "$row" ] || return
+	case $kind in
+	bw)
+		fig[$key]+="$(awk '{ print $4 }' <<<"$row") "
+		fig[$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+			'{ printf "%.3f", t / hz * 1000 / ($1 * $2 / 1e6) }' <<<"$row") "
+		;;
+	rate)
+		fig[$key]+="$(awk '{ printf "%.1f", $5 * 1000 }' <<<"$row") "
+		fig[$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+			'{ printf "%.2f", t / hz * 1e6 / $2 }' <<<"$row") "
+		;;
+	lat) fig[$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
+	esac
+}
+
+ip link add bv0 type veth peer name bv1 || exit 1
+ip addr add "$ADDR/24" dev bv0
+ip link set bv1 up
+ip link set bv0 up
+for r in $(seq "$REPEAT"); do
+	for mod in rrxe rdma_rxe; do
+		bench_device "$mod" bv0 "$ADDR" || exit 1
+		echo "# round $r: $mod"
+		for op in write send read; do
+			perf "$mod,$op,bw" bw "ib_${op}_bw" -s 65536 -n "$BW_ITER"
+			perf "$mod,$op,lat" lat "ib_${op}_lat" -s 2 -n "$LAT_ITER"
+		done
+		perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
+		rdma link delete "$dev"
+		rmmod "$mod"
+	done
+done
+
+row() { # LABEL KEY
+	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \
+		"$(stat "rdma_rxe,$2")" "$(spread "rdma_rxe,$2")" "$(ratio "rrxe,$2" "rdma_rxe,$2")"
+}
+echo
+echo "perftest in loopback on one device, median (min-max) and spread of $REPEAT rounds"
+printf '%-30s %22s %5s %22s %5s %8s\n' "" "rrxe" "" "rdma_rxe" "" "rrxe/rxe"
+for op in write send read; do
+	row "ib_${op}_bw 64KiB MB/s" "$op,bw"
+	row "  kernel CPU ms/MB" "$op,bw,cpu"
+done
+for op in write send read; do
+	row "ib_${op}_lat 2B us" "$op,lat"
+done
+row "ib_write_bw 64B kmsg/s" rate
+row "  kernel CPU us/msg" "rate,cpu"
+echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
+exit $rc

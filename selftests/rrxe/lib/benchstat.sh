@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Devices and figures of the benchmarks (bench.sh, bench-peer.sh, bench-local.sh): fig[KEY]
+# holds one figure per repetition, space-separated.
+#
+#   bench_device MOD NETDEV ADDR
+#                      load MOD (rrxe or rdma_rxe), add its device ($dev: rrxe0 or rxe0)
+#                      over NETDEV, and set g4 to the index of ADDR's RoCE v2 GID
+#   stat KEY           "median (min-max)" of fig[KEY], or "-"
+#   median KEY         the median alone
+#   spread KEY         (max - min) / median in percent, or "-"
+#   ratio KEY1 KEY2    median(KEY1) / median(KEY2), or "-"
+
+declare -A fig
+
+bench_device() {
+	dev=${1#rdma_}0
+	modprobe "$1" && rdma link add "$dev" type "${1#rdma_}" netdev "$2" || return
+	for _ in $(seq 100); do
+		g4=$(gid_index "$dev" "$3") && return
+		sleep 0.1
+	done
+	return 1
+}
+
+# _sorted KEY: the figures of KEY, one a line, in increasing order.
+_sorted() {
+	tr ' ' '\n' <<<"${fig[$1]:-}" | awk 'NF' | sort -g
+}
+
+stat() {
+	_sorted "$1" | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) { print "-"; exit }
+			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.2f (%.2f-%.2f)\n", m, v[1], v[NR]
+		}'
+}
+
+median() { stat "$1" | awk '{ print $1 }'; }
+
+spread() {
+	stat "$1" | awk -F'[ ()-]+' '
+		$1 == "-" || $1 + 0 == 0 { print "-"; next }
+		{ printf "%.0f%%\n", ($3 - $2) / $1 * 100 }'
+}
+
+ratio() {
+	awk -v a="$(median "$1")" -v b="$(median "$2")" \
+		'BEGIN { if (a != "-" && b != "-" && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
+}
