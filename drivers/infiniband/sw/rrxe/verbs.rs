@@ -75,22 +75,37 @@ fn update_port_state(dev: &DeviceOf<Rrxe>) {
     }
 }
 
-/// Whether `second` can be port 2 of a device whose port 1 is `first`: another netdev, of
-/// a kind RoCEv2 runs over, that is no VLAN (see `newlink`).
+/// Whether a port can run over `netdev`.
+fn check_port_netdev(netdev: &NetDevice) -> Result {
+    // RoCEv2 packets are UDP datagrams: Ethernet carries them, and so does an L3-only
+    // netdev (tun), whose GIDs are its IP addresses as well.
+    if !netdev.is_ethernet() && !netdev.is_l3_only() {
+        pr_err!(
+            "{}: neither Ethernet nor L3-only (tun); RoCEv2 runs over one of them\n",
+            netdev.name()
+        );
+        return Err(eopnotsupp());
+    }
+    if netdev.is_vlan() {
+        // The RDMA core puts a VLAN's addresses in the GID table of the device on the
+        // real netdev, so one device serves the netdev and all its VLANs.
+        pr_err!(
+            "{}: is a VLAN; add the device on its real netdev\n",
+            netdev.name()
+        );
+        return Err(eopnotsupp());
+    }
+    Ok(())
+}
+
+/// Whether `second` can be port 2 of a device whose port 1 is `first`: another netdev a
+/// port can run over.
 fn check_second_port(first: &NetDevice, second: &NetDevice) -> Result {
     if core::ptr::eq(first.as_raw(), second.as_raw()) {
         pr_err!("{}: port2 pairs it with itself\n", first.name());
         return Err(EINVAL);
     }
-    if (!second.is_ethernet() && !second.is_l3_only()) || second.is_vlan() {
-        pr_err!(
-            "{}: cannot be port 2 of {}: neither Ethernet nor L3-only, or a VLAN\n",
-            second.name(),
-            first.name()
-        );
-        return Err(eopnotsupp());
-    }
-    Ok(())
+    check_port_netdev(second)
 }
 
 impl RdmaDriver for Rrxe {
@@ -101,24 +116,7 @@ impl RdmaDriver for Rrxe {
     }
 
     fn newlink(devices: Devices<'_, Self>, name: &CStr, netdev: &NetDevice) -> Result {
-        // RoCEv2 packets are UDP datagrams: Ethernet carries them, and so does an L3-only
-        // netdev (tun), whose GIDs are its IP addresses as well.
-        if !netdev.is_ethernet() && !netdev.is_l3_only() {
-            pr_err!(
-                "{}: neither Ethernet nor L3-only (tun); RoCEv2 runs over one of them\n",
-                netdev.name()
-            );
-            return Err(eopnotsupp());
-        }
-        if netdev.is_vlan() {
-            // The RDMA core puts a VLAN's addresses in the GID table of the device on the
-            // real netdev, so one device serves the netdev and all its VLANs.
-            pr_err!(
-                "{}: is a VLAN; add the device on its real netdev\n",
-                netdev.name()
-            );
-            return Err(eopnotsupp());
-        }
+        check_port_netdev(netdev)?;
         if name_in_use(name) {
             pr_err!("{}: an RDMA device of that name exists\n", name);
             return Err(EEXIST);

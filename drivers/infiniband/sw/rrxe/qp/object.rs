@@ -484,7 +484,7 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
     let mut guard = shared.core.lock();
     let core = guard.as_mut().ok_or(EINVAL)?;
     let mut req = m.attrs;
-    let dev = core.dev.clone();
+    let dev = &*core.dev;
     if req
         .port
         .is_some_and(|p| dev.ports.get(u32::from(p)).is_none())
@@ -499,12 +499,12 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
     let primary = core.engine.context().primary.av.unwrap_or(PathHandle(0));
     let alternate = PathHandle(1 - primary.0);
     if let Some(av) = &m.av {
-        check_av(av, &dev)?;
+        check_av(av, dev)?;
         req.av = Some(primary);
     }
     if let Some(alt) = &m.alt_path {
         // IBA 17.2.8: the alternate path may leave over another port of the CA.
-        check_av(&alt.av, &dev)?;
+        check_av(&alt.av, dev)?;
         if alt.port != alt.av.port {
             return Err(EINVAL);
         }
