@@ -421,9 +421,8 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
         if let Some(core) = qp.shared.core.lock().as_mut() {
             core.snapshot_sends();
             if !core.engine.context().qp_type.is_connected() {
-                let now = crate::glue::task::now_ns();
                 let mut sent = 0;
-                while sent < DOORBELL_BUDGET && core.transmit(now, qp.qpn()) {
+                while sent < DOORBELL_BUDGET && core.transmit(qp.qpn()) {
                     sent += 1;
                 }
             }

@@ -51,7 +51,6 @@ impl QpCore {
     /// One run's work under the QP's mutex; returns whether work is left for another.
     fn step(&mut self, rx: &IrqSpinLock<Backlog>, qp: &QpHandle, outbox: &mut Outbox) -> bool {
         let dev = self.dev.clone();
-        let now = now_ns();
         self.snapshot_sends();
         let pmtu = self.engine.context().path_mtu.bytes();
         let qp_type = self.engine.context().qp_type;
@@ -62,6 +61,10 @@ impl QpCore {
                 break;
             };
             budget -= 1;
+            // The packet's own time, not the run's: it may have arrived after the run
+            // began, and a timer it starts (an RNR NAK's, IBA 9.7.5.2.8, a minimum) must
+            // not count from before its arrival.
+            let now = now_ns();
             match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
                 Ok(p) => {
                     let arrival = self.arrival(&pkt);
@@ -78,11 +81,12 @@ impl QpCore {
         // Receives may have been posted since the last run (user QPs post without a system
         // call): an RC responder that advertised no credits owes the requester an update.
         self.io(None, |engine, io, _| engine.post_recv(io));
+        let now = now_ns();
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.io(None, |engine, io, _| engine.handle_timeout(now, io));
         }
         let mut sent = 0;
-        while sent < BUDGET && outbox.room() >= Outbox::RESERVE && self.transmit(now, qp.qpn()) {
+        while sent < BUDGET && outbox.room() >= Outbox::RESERVE && self.transmit(qp.qpn()) {
             sent += 1;
         }
         self.collect(qp, outbox, ud, None);
@@ -93,8 +97,10 @@ impl QpCore {
         budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE || rx.lock().len() > 0
     }
 
-    /// Sends the engine's next packet, if it has one; whether it had.
-    pub(super) fn transmit(&mut self, now: u64, qpn: u32) -> bool {
+    /// Sends the engine's next packet, if it has one; whether it had. The packet's
+    /// retransmission timer counts from now, when it leaves, not from the start of the run.
+    pub(super) fn transmit(&mut self, qpn: u32) -> bool {
+        let now = now_ns();
         let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
             return false;
         };
