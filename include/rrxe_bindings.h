@@ -3,6 +3,7 @@
  * Everything bindgen generates Rust bindings for (drivers/infiniband/sw/rrxe/glue/bindings.rs).
  * Only the kernel-glue layer uses them.
  */
+#include <linux/crc32.h>
 #include <linux/device.h>
 #include <linux/etherdevice.h>
 #include <linux/hrtimer.h>

@@ -55,9 +55,11 @@ if start_client; then
 	rq_psn=$(field local PSN)
 	sq_psn=$(field remote PSN)
 	echo "# side A's QP $qpn, ePSN $rq_psn, its first PSN $sq_psn"
+	t0=$(date +%s.%N)
 	check "spray A's live QP: $SPRAY_N packets each from $SPRAY_FOREIGN, with foreign P_Keys, fuzzed, over its path far behind and far ahead" \
 		python3 "$here/lib/roce_spray.py" qp "$RRXE_PEER_IP4" "$RRXE_LOCAL_IP4" \
 		"$SPRAY_FOREIGN" "$qpn" "$rq_psn" "$sq_psn" "$SPRAY_N" 1
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "# the QP phase took %.1f s\n", b - a }'
 	check "the pingpong was still running when that spray ended (its QP was live)" kill -0 "$cli"
 	check "spray A's port: $SPRAY_N packets each to QPNs nothing has, with bad ICRCs, runts" \
 		python3 "$here/lib/roce_spray.py" port "$RRXE_PEER_IP4" "$RRXE_LOCAL_IP4" \

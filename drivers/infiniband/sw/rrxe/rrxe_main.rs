@@ -57,6 +57,7 @@ struct RrxeModule {
 
 impl kernel::Module for RrxeModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        glue::net::check_crc32()?;
         let netns = glue::net::NetnsWatch::register()?;
         let tasks = glue::task::TaskQueue::new()?;
         let registration = glue::rdma::link::Registration::new(module)?;

@@ -19,7 +19,7 @@
 
 use super::bindings;
 use super::netdev::NetDevice;
-use crate::transport::icrc::{self, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
+use crate::transport::icrc::{self, Crc32, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -39,6 +39,36 @@ const MIN_UDP_LEN: usize = UDP_HEADER_LEN + BTH_LEN + ICRC_LEN;
 const IPPROTO_UDP: u8 = 17;
 /// IPv4 "Don't Fragment", in the flags/fragment-offset field.
 const IP_DF: u16 = 0x4000;
+
+// ---------------------------------------------------------------------------------------
+// The ICRC's CRC-32
+// ---------------------------------------------------------------------------------------
+
+/// The kernel library's `crc32_le()` as the ICRC's CRC-32: eight bytes a step (slice-by-8)
+/// where the transport's reference table takes one, and the function rdma_rxe computes
+/// its ICRC with. [`check_crc32`] proves it equal to the reference before any use.
+pub(crate) struct KernelCrc32;
+
+impl Crc32 for KernelCrc32 {
+    #[inline]
+    fn update(crc: u32, data: &[u8]) -> u32 {
+        // SAFETY: crc32_le reads `len` bytes from `p` and nothing else; the slice provides
+        // them.
+        unsafe { bindings::crc32_le(crc, data.as_ptr(), data.len()) }
+    }
+}
+
+/// Refuses to load (`EINVAL`) if the kernel's `crc32_le()` does not compute the CRC-32 the
+/// ICRC is defined with (IBA A17.4): every packet would be sent with, and dropped for, a
+/// wrong ICRC.
+pub(crate) fn check_crc32() -> Result {
+    if icrc::crc32_agrees::<KernelCrc32>() {
+        Ok(())
+    } else {
+        pr_err!("the kernel's crc32_le() disagrees with the ICRC's CRC-32; not loading\n");
+        Err(EINVAL)
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Addresses and counters
@@ -387,9 +417,23 @@ impl RxDrop {
     }
 }
 
+/// Where a packet handed to the receive path comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A UDP socket: the packet crossed a wire, and its ICRC is checked.
+    Wire,
+    /// [`loopback`]: `build` filled its ICRC a moment ago in an skb nothing else has seen,
+    /// so checking it would compute the same CRC a second time and prove nothing.
+    Loopback,
+}
+
 /// Checks a packet whose `skb->data` is its UDP header, with its network header set, and
 /// turns it into an [`RxPacket`] for `netdev`.
-fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxDrop> {
+fn parse(
+    mut skb: Skb,
+    netdev: &NetDevice,
+    origin: Origin,
+) -> core::result::Result<RxPacket, RxDrop> {
     skb.linearize().map_err(|_| RxDrop::NoMem)?;
     let ip_len = skb.network_header_len().ok_or(RxDrop::Malformed)?;
     // SAFETY: we own the skb.
@@ -440,10 +484,12 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
         return Err(RxDrop::Malformed);
     };
 
-    match icrc::verify(header, udp, udp_payload) {
-        Ok(()) => {}
-        Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
-        Err(_) => return Err(RxDrop::Truncated),
+    if origin == Origin::Wire {
+        match icrc::verify_with::<KernelCrc32>(header, udp, udp_payload) {
+            Ok(()) => {}
+            Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
+            Err(_) => return Err(RxDrop::Truncated),
+        }
     }
 
     let payload_len = udp_payload.len() - ICRC_LEN;
@@ -465,8 +511,8 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
 ///
 /// Called inside an RCU read-side section, which keeps the handler found alive (see
 /// [`RxBinding`]'s drop).
-fn deliver(skb: Skb, netdev: &NetDevice) {
-    match parse(skb, netdev) {
+fn deliver(skb: Skb, netdev: &NetDevice, origin: Origin) {
+    match parse(skb, netdev, origin) {
         Ok(pkt) => {
             bump(&COUNTERS.rx_packets);
             match RX_INDEX.find(netdev) {
@@ -504,7 +550,7 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
     }
     // SAFETY: as above.
     let netdev = unsafe { NetDevice::from_raw(dev) };
-    deliver(skb, netdev);
+    deliver(skb, netdev, Origin::Wire);
     0
 }
 
@@ -971,7 +1017,7 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
         IPV4_HEADER_LEN => IpHeader::V4((&*ip).try_into().map_err(|_| EINVAL)?),
         _ => IpHeader::V6((&*ip).try_into().map_err(|_| EINVAL)?),
     };
-    icrc::fill(ip_hdr, udp_hdr, payload).map_err(|_| EINVAL)?;
+    icrc::fill_with::<KernelCrc32>(ip_hdr, udp_hdr, payload).map_err(|_| EINVAL)?;
     Ok(skb)
 }
 
@@ -1043,7 +1089,7 @@ pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
     // the delivery, as the softirq receive path's own does.
     // SAFETY: paired with the unlock below; nothing in between sleeps.
     unsafe { bindings::rrxe_rcu_read_lock() };
-    deliver(skb, netdev);
+    deliver(skb, netdev, Origin::Loopback);
     // SAFETY: locked above.
     unsafe { bindings::rrxe_rcu_read_unlock() };
     Ok(())

@@ -89,6 +89,47 @@ pub fn crc32_update(mut crc: u32, data: &[u8]) -> u32 {
     crc
 }
 
+/// The CRC-32 register update the ICRC is computed with, in the `crc32_le()`
+/// convention of [`crc32_update`].
+///
+/// The table loop here is the reference, and what the host tests use. The
+/// kernel glue supplies the kernel library's `crc32_le()` instead, which
+/// processes eight bytes a step (and is what rdma_rxe uses); it must give the
+/// same register for every input, which the glue checks against
+/// [`CHECK_VALUE`] before the module registers anything.
+pub trait Crc32 {
+    /// Feeds `data` into the register `crc`.
+    fn update(crc: u32, data: &[u8]) -> u32;
+}
+
+/// [`crc32_update`] as a [`Crc32`].
+pub struct TableCrc32;
+
+impl Crc32 for TableCrc32 {
+    #[inline]
+    fn update(crc: u32, data: &[u8]) -> u32 {
+        crc32_update(crc, data)
+    }
+}
+
+/// The standard CRC-32 check: the CRC of the ASCII bytes "123456789" (preset
+/// and final inversion included) is `0xCBF43926`.
+pub const CHECK_INPUT: &[u8] = b"123456789";
+
+/// See [`CHECK_INPUT`].
+pub const CHECK_VALUE: u32 = 0xCBF4_3926;
+
+/// Whether `C` computes the standard CRC-32 of [`CHECK_INPUT`], whole and
+/// split at every point (a register carried between calls), and carries the
+/// masked-LRH preset to [`MASKED_LRH_SEED`].
+#[must_use]
+pub fn crc32_agrees<C: Crc32>() -> bool {
+    (0..=CHECK_INPUT.len()).all(|cut| {
+        let (a, b) = CHECK_INPUT.split_at(cut);
+        !C::update(C::update(!0, a), b) == CHECK_VALUE
+    }) && C::update(!0, &[0xFF; 8]) == MASKED_LRH_SEED
+}
+
 /// Errors verifying an ICRC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IcrcError {
@@ -141,6 +182,17 @@ pub const fn from_wire(bytes: [u8; ICRC_LEN]) -> u32 {
 /// the UDP payload from the BTH through the pad (the ICRC itself excluded).
 #[must_use]
 pub fn compute(ip: IpHeader<'_>, udp: &[u8; UDP_HEADER_LEN], bth_to_pad: &[u8]) -> u32 {
+    compute_with::<TableCrc32>(ip, udp, bth_to_pad)
+}
+
+/// [`compute`] with the CRC-32 of `C`.
+#[must_use]
+pub fn compute_with<C: Crc32>(
+    ip: IpHeader<'_>,
+    udp: &[u8; UDP_HEADER_LEN],
+    bth_to_pad: &[u8],
+) -> u32 {
+    let crc32_update = C::update;
     let mut crc = MASKED_LRH_SEED;
     match ip {
         IpHeader::V4(header) => {
@@ -198,10 +250,19 @@ pub fn verify(
     udp: &[u8; UDP_HEADER_LEN],
     udp_payload: &[u8],
 ) -> Result<(), IcrcError> {
+    verify_with::<TableCrc32>(ip, udp, udp_payload)
+}
+
+/// [`verify`] with the CRC-32 of `C`.
+pub fn verify_with<C: Crc32>(
+    ip: IpHeader<'_>,
+    udp: &[u8; UDP_HEADER_LEN],
+    udp_payload: &[u8],
+) -> Result<(), IcrcError> {
     let (covered, wire) = udp_payload
         .split_last_chunk::<ICRC_LEN>()
         .ok_or(IcrcError::Truncated)?;
-    let computed = compute(ip, udp, covered);
+    let computed = compute_with::<C>(ip, udp, covered);
     let received = from_wire(*wire);
     if computed == received {
         Ok(())
@@ -217,10 +278,19 @@ pub fn fill(
     udp: &[u8; UDP_HEADER_LEN],
     udp_payload: &mut [u8],
 ) -> Result<(), IcrcError> {
+    fill_with::<TableCrc32>(ip, udp, udp_payload)
+}
+
+/// [`fill`] with the CRC-32 of `C`.
+pub fn fill_with<C: Crc32>(
+    ip: IpHeader<'_>,
+    udp: &[u8; UDP_HEADER_LEN],
+    udp_payload: &mut [u8],
+) -> Result<(), IcrcError> {
     let len = udp_payload.len();
     let covered_len = len.checked_sub(ICRC_LEN).ok_or(IcrcError::Truncated)?;
     let (covered, slot) = udp_payload.split_at_mut(covered_len);
-    slot.copy_from_slice(&to_wire(compute(ip, udp, covered)));
+    slot.copy_from_slice(&to_wire(compute_with::<C>(ip, udp, covered)));
     Ok(())
 }
 
@@ -359,6 +429,34 @@ mod tests {
     fn crc32_check_value() {
         // The standard CRC-32 check value of "123456789".
         assert_eq!(!crc32_update(!0, b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn the_load_time_check_accepts_the_table_and_refuses_near_misses() {
+        assert!(crc32_agrees::<TableCrc32>());
+        // The unreflected polynomial's register, a register without the carry between
+        // calls, and one that skips each call's last byte are all CRCs of something.
+        struct Unreflected;
+        impl Crc32 for Unreflected {
+            fn update(crc: u32, data: &[u8]) -> u32 {
+                crc32_update(crc.reverse_bits(), data).reverse_bits()
+            }
+        }
+        struct Restarts;
+        impl Crc32 for Restarts {
+            fn update(_crc: u32, data: &[u8]) -> u32 {
+                crc32_update(!0, data)
+            }
+        }
+        struct ShortByOne;
+        impl Crc32 for ShortByOne {
+            fn update(crc: u32, data: &[u8]) -> u32 {
+                crc32_update(crc, &data[..data.len().saturating_sub(1)])
+            }
+        }
+        assert!(!crc32_agrees::<Unreflected>());
+        assert!(!crc32_agrees::<Restarts>());
+        assert!(!crc32_agrees::<ShortByOne>());
     }
 
     #[test]
