@@ -23,6 +23,14 @@ ADDR=198.18.9.1
 rc=0
 port=19000
 
+# work_counts: rrxe's counts of QP task runs and timer arms so far ("RUNS ARMS"); nothing
+# on rdma_rxe, which has no such counters.
+work_counts() {
+	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
+		awk '$1 == "qp_task_runs" || $1 == "qp_timer_arms" { getline v; c[$1] = v }
+			END { if ("qp_task_runs" in c) print c["qp_task_runs"], c["qp_timer_arms"] }'
+}
+
 # kernel_ticks: the guest's system + irq + softirq time so far, in USER_HZ ticks.
 kernel_ticks() {
 	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
@@ -30,9 +38,10 @@ kernel_ticks() {
 
 # perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev; appends its figure to
 # fig[KEY] (bw: average MB/s; lat: average us; rate: thousands of messages a second) and,
-# for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message).
+# for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message); on rrxe,
+# QP task runs and timer arms a message (an iteration) to fig[KEY,runs] and fig[KEY,arms].
 perf() {
-	local key=$1 kind=$2 prog=$3 out row t0 t1 i
+	local key=$1 kind=$2 prog=$3 out row t0 t1 w0 w1 i
 	shift 3
 	port=$((port + 1))
 	"$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" >/dev/null 2>&1 &
@@ -41,15 +50,23 @@ perf() {
 		ss -Hltn "sport = :$port" | grep -q . && break
 		sleep 0.1
 	done
+	w0=$(work_counts)
 	t0=$(kernel_ticks)
 	out=$(timeout 300 "$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" "$ADDR" 2>&1) || rc=1
 	t1=$(kernel_ticks)
 	wait "$server" || rc=1
+	w1=$(work_counts)
 	# bw: "#bytes #iterations BW-peak BW-average MsgRate" (MB/s, Mpps);
 	# lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (us).
 	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
 	echo "# $key $prog $*: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
+	if [ -n "$w0" ] && [ -n "$w1" ]; then
+		fig[$key,runs]+="$(awk -v a="$w0" -v b="$w1" '{ split(a, x, " "); split(b, y, " ");
+			printf "%.2f", (y[1] - x[1]) / $2 }' <<<"$row") "
+		fig[$key,arms]+="$(awk -v a="$w0" -v b="$w1" '{ split(a, x, " "); split(b, y, " ");
+			printf "%.2f", (y[2] - x[2]) / $2 }' <<<"$row") "
+	fi
 	case $kind in
 	bw)
 		fig[$key]+="$(awk '{ print $4 }' <<<"$row") "
@@ -93,11 +110,15 @@ printf '%-30s %22s %5s %22s %5s %8s\n' "" "rrxe" "" "rdma_rxe" "" "rrxe/rxe"
 for op in write send read; do
 	row "ib_${op}_bw 64KiB MB/s" "$op,bw"
 	row "  kernel CPU ms/MB" "$op,bw,cpu"
+	row "  QP task runs/msg" "$op,bw,runs"
 done
 for op in write send read; do
 	row "ib_${op}_lat 2B us" "$op,lat"
+	row "  QP task runs/iteration" "$op,lat,runs"
 done
 row "ib_write_bw 64B kmsg/s" rate
 row "  kernel CPU us/msg" "rate,cpu"
+row "  QP task runs/msg" "rate,runs"
+row "  QP timer arms/msg" "rate,arms"
 echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
 exit $rc

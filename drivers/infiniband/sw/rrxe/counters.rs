@@ -22,6 +22,8 @@ const MEM_COUNTERS: usize = 3;
 const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
+/// The QP tasks' work, after the XRC ones in [`NAMES`].
+const WORK_COUNTERS: usize = 2;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -34,6 +36,7 @@ const COUNT: usize = PORT_COUNTERS
     + MEM_COUNTERS
     + MCAST_COUNTERS
     + XRC_COUNTERS
+    + WORK_COUNTERS
     + DATA_COUNTERS;
 
 static NAMES: CounterNames<COUNT> = CounterNames::new([
@@ -90,6 +93,9 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("mcast_copy_failures"),
     // XRC.
     c_str!("xrc_completions_dropped"),
+    // What the QPs' tasks did: the driver's own profile, per message in `make bench-local`.
+    c_str!("qp_task_runs"),
+    c_str!("qp_timer_arms"),
     // The port's data, last: octets of the packets sent and received, BTH through ICRC
     // (the PerfMgmt PortXmitData and PortRcvData times four; see `transport::pma`).
     c_str!("sent_bytes"),
@@ -167,6 +173,11 @@ pub(crate) struct Counters {
     /// Receive completions of an XRC target whose XRC SRQ was destroyed before they were
     /// delivered (the WQE went with the SRQ).
     pub(crate) xrc_completions_dropped: Counter,
+    /// Runs of QP tasks (each a work item's execution: the packets that arrived, the
+    /// expired timer and the packets to send, under the QP's mutex).
+    pub(crate) qp_task_runs: Counter,
+    /// Times a run (re)armed its QP's timer for the engine's next deadline.
+    pub(crate) qp_timer_arms: Counter,
 }
 
 /// What one port moved: its own on a two-port device, where each port has a netdev.
@@ -255,6 +266,7 @@ impl Counters {
             self.mcast_copy_failures.get(),
         ];
         let xrc = [self.xrc_completions_dropped.get()];
+        let work = [self.qp_task_runs.get(), self.qp_timer_arms.get()];
         let data = [traffic.sent_octets.get(), traffic.rcvd_octets.get()];
         for (v, a) in values.iter_mut().zip(
             port.into_iter()
@@ -262,6 +274,7 @@ impl Counters {
                 .chain(mem)
                 .chain(mcast)
                 .chain(xrc)
+                .chain(work)
                 .chain(data),
         ) {
             *v = a;

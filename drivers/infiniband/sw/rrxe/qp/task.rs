@@ -35,7 +35,13 @@ impl TaskOwner for QpShared {
             };
             outbox.begin(core.send_cq.as_ref(), core.recv_cq.as_ref(), srq_of(core));
             let more = core.step(&this.rx, &this.handle, outbox);
-            (more, core.engine.poll_timeout())
+            let deadline = core.engine.poll_timeout();
+            let counters = &core.dev.counters;
+            counters.qp_task_runs.inc();
+            if deadline.is_some() {
+                counters.qp_timer_arms.inc();
+            }
+            (more, deadline)
         };
         outbox.deliver(&this.handle, &this.destroyed);
         if let Some(deadline) = deadline {
