@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local test-host lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep test-host lint clean
 
 all: module
 
@@ -58,6 +58,10 @@ bench:
 # The same comparison in one VM: loopback on one device, rounds interleaved, with spreads.
 bench-local:
 	@scripts/bench.sh local
+
+# The perftest sweep in that VM: message sizes, QP counts, path MTUs.
+bench-sweep:
+	@BENCH_SWEEP=1 scripts/bench.sh local
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi

@@ -3,7 +3,8 @@
 # `make bench`: perftest on rrxe and on rdma_rxe in the same two-VM boot (release kernel),
 # with the rrxe/rdma_rxe ratio of each figure. `scripts/bench.sh local` (`make bench-local`):
 # the same comparison in one VM, loopback on one device (selftests/rrxe/bench-local.sh);
-# BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount).
+# BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount);
+# BENCH_SWEEP=1 (`make bench-sweep`) runs the sizes, QP counts and MTUs there instead.
 # See Documentation/rrxe/benchmarks.rst.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

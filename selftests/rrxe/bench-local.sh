@@ -9,6 +9,10 @@
 #    so user time is polling; the driver's work is kernel time);
 #  - latency of 2-byte RDMA Write, Send and RDMA Read (average us);
 #  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message.
+# With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
+#  - RDMA Write bandwidth from 2 B to 1 MiB, Send and RDMA Read at 4 KiB and 1 MiB (MB/s);
+#  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
+#    MTU 1024 and 4096 (-m).
 # Prints each figure's median (min-max), its spread ((max-min)/median) and the rrxe/rdma_rxe
 # ratio of the medians. A benchmark, not a test: it fails only if a program does.
 # Documentation/rrxe/benchmarks.rst.
@@ -86,6 +90,72 @@ ip link add bv0 type veth peer name bv1 || exit 1
 ip addr add "$ADDR/24" dev bv0
 ip link set bv1 up
 ip link set bv0 up
+
+row() { # LABEL KEY
+	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \
+		"$(stat "rdma_rxe,$2")" "$(spread "rdma_rxe,$2")" "$(ratio "rrxe,$2" "rdma_rxe,$2")"
+}
+
+# sweep_iters SIZE: messages for a bandwidth figure of SIZE bytes: 16 MiB worth, at least 200
+# and at most 5,000.
+sweep_iters() {
+	local n=$((16777216 / $1))
+	[ "$n" -lt 200 ] && n=200
+	[ "$n" -gt 5000 ] && n=5000
+	echo "$n"
+}
+
+if [ "${BENCH_SWEEP:-0}" = 1 ]; then
+	# Room for a 4096-byte path MTU: the port's MTU follows the netdev's.
+	ip link set bv0 mtu 9000
+	ip link set bv1 mtu 9000
+	SIZES="2 64 1024 4096 16384 65536 262144 1048576"
+	for r in $(seq "$REPEAT"); do
+		for mod in rrxe rdma_rxe; do
+			bench_device "$mod" bv0 "$ADDR" || exit 1
+			echo "# round $r: $mod"
+			for sz in $SIZES; do
+				perf "$mod,write,$sz" bw ib_write_bw -s "$sz" -n "$(sweep_iters "$sz")"
+			done
+			for op in send read; do
+				for sz in 4096 1048576; do
+					perf "$mod,$op,$sz" bw "ib_${op}_bw" -s "$sz" -n "$(sweep_iters "$sz")"
+				done
+			done
+			for q in 1 4 16 64; do
+				perf "$mod,qps,$q" bw ib_write_bw -s 65536 -q "$q" -n $((1024 / q))
+			done
+			for m in 1024 4096; do
+				perf "$mod,mtu,$m" bw ib_write_bw -s 65536 -m "$m" -n 1000
+			done
+			rdma link delete "$dev"
+			rmmod "$mod"
+		done
+	done
+	echo
+	echo "perftest sweep in loopback on one device, MB/s, median (min-max) and spread of $REPEAT rounds"
+	printf '%-30s %22s %5s %22s %5s %8s\n' "" "rrxe" "" "rdma_rxe" "" "rrxe/rxe"
+	for sz in $SIZES; do
+		row "ib_write_bw $sz B" "write,$sz"
+		row "  kernel CPU ms/MB" "write,$sz,cpu"
+		row "  QP task runs/msg" "write,$sz,runs"
+	done
+	for op in send read; do
+		for sz in 4096 1048576; do
+			row "ib_${op}_bw $sz B" "$op,$sz"
+			row "  kernel CPU ms/MB" "$op,$sz,cpu"
+		done
+	done
+	for q in 1 4 16 64; do
+		row "ib_write_bw 64KiB, $q QPs" "qps,$q"
+	done
+	for m in 1024 4096; do
+		row "ib_write_bw 64KiB, MTU $m" "mtu,$m"
+	done
+	echo "(higher is better, but kernel CPU and task runs)"
+	exit $rc
+fi
+
 for r in $(seq "$REPEAT"); do
 	for mod in rrxe rdma_rxe; do
 		bench_device "$mod" bv0 "$ADDR" || exit 1
@@ -100,10 +170,6 @@ for r in $(seq "$REPEAT"); do
 	done
 done
 
-row() { # LABEL KEY
-	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \
-		"$(stat "rdma_rxe,$2")" "$(spread "rdma_rxe,$2")" "$(ratio "rrxe,$2" "rdma_rxe,$2")"
-}
 echo
 echo "perftest in loopback on one device, median (min-max) and spread of $REPEAT rounds"
 printf '%-30s %22s %5s %22s %5s %8s\n' "" "rrxe" "" "rdma_rxe" "" "rrxe/rxe"
