@@ -192,7 +192,6 @@ pub fn compute_with<C: Crc32>(
     udp: &[u8; UDP_HEADER_LEN],
     bth_to_pad: &[u8],
 ) -> u32 {
-    let crc32_update = C::update;
     let mut crc = MASKED_LRH_SEED;
     match ip {
         IpHeader::V4(header) => {
@@ -201,7 +200,7 @@ pub fn compute_with<C: Crc32>(
             masked[8] = 0xFF; // Time to Live
             masked[10] = 0xFF; // Header Checksum
             masked[11] = 0xFF;
-            crc = crc32_update(crc, &masked);
+            crc = C::update(crc, &masked);
         }
         IpHeader::V6(header) => {
             let mut masked = *header;
@@ -210,21 +209,21 @@ pub fn compute_with<C: Crc32>(
             masked[2] = 0xFF;
             masked[3] = 0xFF;
             masked[7] = 0xFF; // Hop Limit
-            crc = crc32_update(crc, &masked);
+            crc = C::update(crc, &masked);
         }
     }
     let mut udp = *udp;
     udp[6] = 0xFF; // Checksum
     udp[7] = 0xFF;
-    crc = crc32_update(crc, &udp);
+    crc = C::update(crc, &udp);
 
     if bth_to_pad.len() > BTH_RESV8A_OFFSET {
         let (head, tail) = bth_to_pad.split_at(BTH_RESV8A_OFFSET);
-        crc = crc32_update(crc, head);
-        crc = crc32_update(crc, &[0xFF]);
-        crc = crc32_update(crc, &tail[1..]);
+        crc = C::update(crc, head);
+        crc = C::update(crc, &[0xFF]);
+        crc = C::update(crc, &tail[1..]);
     } else {
-        crc = crc32_update(crc, bth_to_pad);
+        crc = C::update(crc, bth_to_pad);
     }
     !crc
 }
@@ -273,15 +272,6 @@ pub fn verify_with<C: Crc32>(
 
 /// Computes the ICRC of a packet being sent and stores it in the last four
 /// bytes of `udp_payload` (BTH through ICRC slot).
-pub fn fill(
-    ip: IpHeader<'_>,
-    udp: &[u8; UDP_HEADER_LEN],
-    udp_payload: &mut [u8],
-) -> Result<(), IcrcError> {
-    fill_with::<TableCrc32>(ip, udp, udp_payload)
-}
-
-/// [`fill`] with the CRC-32 of `C`.
 pub fn fill_with<C: Crc32>(
     ip: IpHeader<'_>,
     udp: &[u8; UDP_HEADER_LEN],
@@ -509,7 +499,7 @@ mod tests {
         let (udp_bytes, payload) = rest.split_at_mut(8);
         let ip: &[u8; 20] = (&*ip_bytes).try_into().unwrap();
         let udp: &[u8; 8] = (&*udp_bytes).try_into().unwrap();
-        fill(IpHeader::V4(ip), udp, payload).unwrap();
+        fill_with::<TableCrc32>(IpHeader::V4(ip), udp, payload).unwrap();
         assert_eq!(&pkt[n - 4..], &[0x27, 0xF5, 0x13, 0xF5]);
     }
 
