@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep test-host lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep test-host provider lint clean
 
 all: module
 
@@ -34,9 +34,13 @@ module: kernel
 kselftest: kernel
 	@scripts/kselftest.sh $(VARIANT)
 
-# Host-side checks of the sans-IO transport core and the module's lint gate.
+# Host-side checks of the sans-IO transport core, the provider, and the module's lint gate.
 test-host: deps
-	cargo test --quiet
+	cargo test --quiet --workspace
+
+# librrxe, the userspace provider (providers/rrxe), as build/provider/librrxe-rdmav34.so.
+provider: deps
+	@scripts/provider.sh build
 
 lint: kernel
 	@scripts/lint.sh $(VARIANT)

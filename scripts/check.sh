@@ -76,8 +76,8 @@ scripts/deps.sh || {
 	exit 1
 }
 
-echo "== host: the sans-IO transport core"
-cargo test --color never >"$results/cargo-test.log" 2>&1
+echo "== host: the sans-IO transport core and the userspace provider"
+cargo test --workspace --color never >"$results/cargo-test.log" 2>&1
 cargo_rc=$?
 read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$results/cargo-test.log")
 passed=$((passed + cp))
@@ -90,7 +90,8 @@ fi
 grep -E '^test .* FAILED$' "$results/cargo-test.log" | sed 's/^/FAIL: /'
 
 echo "== lint"
-step "cargo clippy (host core) is clean" "$results/clippy.log" cargo clippy --all-targets --color never -- -D warnings
+step "cargo clippy (host core and provider) is clean" "$results/clippy.log" \
+	cargo clippy --workspace --all-targets --color never -- -D warnings
 step "rustfmt: all Rust sources formatted (kernel .rustfmt.toml)" "$results/rustfmt.log" \
 	bash -c 'git ls-files "*.rs" | xargs rustfmt --check --edition 2021 --config-path .rustfmt.toml'
 

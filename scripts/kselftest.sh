@@ -52,4 +52,10 @@ rm -rf "$st/rrxe/__pycache__" "$st/rrxe/lib/__pycache__"
 
 rm -rf "$install"
 make -s -C "$st" TARGETS=rrxe KSFT_INSTALL_PATH="$install" install
+
+# librrxe, the userspace provider provider.sh runs the examples through (built on the host
+# like the C helpers above; the guests share the host's libibverbs).
+"$repo/scripts/provider.sh" build >/dev/null
+mkdir -p "$install/rrxe/provider"
+cp "$repo/build/provider/librrxe-rdmav34.so" "$repo/providers/rrxe/rrxe.driver" "$install/rrxe/provider/"
 echo "$install"

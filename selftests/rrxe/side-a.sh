@@ -16,5 +16,5 @@ export RRXE_SRQ_PEER=${RRXE_SRQ_PEER:-1}
 export RRXE_XRC_PEER=${RRXE_XRC_PEER:-1}
 soak_only=()
 [ "${RRXE_SOAK:-0}" = 1 ] && soak_only=(spray.sh credits.sh)
-run_programs foundation.sh objects.sh limits.sh mr.sh kverbs.sh negative.sh rings.sh \
+run_programs foundation.sh objects.sh limits.sh mr.sh kverbs.sh negative.sh rings.sh provider.sh \
 	verbs.sh srq.sh xrc.sh qp.sh "${soak_only[@]}" mcast.sh apm.sh reliability.sh nvmeof.sh

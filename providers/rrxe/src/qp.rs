@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the send and receive rings, posting to them, and the send
+//! doorbell. Receives need no system call: the kernel looks at the receive
+//! ring when a request needs a receive WQE.
+
+use crate::abi::{self, ibv_qp, ibv_recv_wr, ibv_send_wr, verbs_qp};
+use crate::ring::Ring;
+use crate::sys;
+use crate::wqe::{self, SendLimits};
+use core::ffi::c_int;
+use core::mem::size_of;
+use core::ptr;
+use std::sync::Mutex;
+
+/// A send queue: its ring and the provider's send sequence number.
+struct SendQueue {
+    ring: Ring,
+    lim: SendLimits,
+    /// Send sequence number of the next WQE, carried in it for the kernel's
+    /// bookkeeping.
+    ssn: u32,
+}
+
+/// A receive queue, of a QP or of an SRQ.
+pub(crate) struct RecvQueue {
+    pub(crate) ring: Ring,
+    pub(crate) max_sge: u32,
+}
+
+impl RecvQueue {
+    /// Posts a chain of receive requests; on failure `bad_wr` names the first
+    /// one not posted, and those before it are posted.
+    pub(crate) fn post(&self, mut wr: *mut ibv_recv_wr, bad_wr: &mut *mut ibv_recv_wr) -> c_int {
+        while !wr.is_null() {
+            // SAFETY: the application's chain; each element is valid during
+            // the post call.
+            let w = unsafe { &*wr };
+            let Some(slot) = self.ring.next_free() else {
+                *bad_wr = wr;
+                return sys::ENOMEM;
+            };
+            // SAFETY: slot is the free producer slot of this receive ring.
+            if let Err(e) = unsafe { wqe::write_recv(slot, w, self.max_sge, self.ring.slot_len()) }
+            {
+                *bad_wr = wr;
+                return e;
+            }
+            self.ring.publish();
+            wr = w.next;
+        }
+        0
+    }
+}
+
+/// A QP; `verbs_qp` first, as libibverbs hands back `&vqp.qp`.
+#[repr(C)]
+pub(crate) struct Qp {
+    vqp: verbs_qp,
+    /// None on an XRC target, which sends only responses, from the kernel.
+    sq: Mutex<Option<SendQueue>>,
+    /// None when the QP receives through an SRQ, or receives nothing (an
+    /// XRC initiator or target).
+    rq: Mutex<Option<RecvQueue>>,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct CreateQpResp {
+    ibv_resp: abi::ib_uverbs_create_qp_resp,
+    drv: abi::rxe_create_qp_resp,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The QP types a process creates rings for: XRC_RECV (an XRC target) is
+/// the kernel's alone, with neither ring (Documentation/rrxe/xrc.rst).
+fn creatable(qp_type: abi::ibv_qp_type::Type) -> bool {
+    use abi::ibv_qp_type::*;
+    matches!(
+        qp_type,
+        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
+    )
+}
+
+fn new_qp() -> *mut Qp {
+    Box::into_raw(Box::new(Qp {
+        vqp: verbs_qp::default(),
+        sq: Mutex::new(None),
+        rq: Mutex::new(None),
+    }))
+}
+
+/// Completes a QP the kernel created: maps its rings, or destroys it again
+/// if they cannot be mapped.
+///
+/// # Safety
+///
+/// `qp` must come from `new_qp`, its ibv_qp filled in by a successful create
+/// command whose rxe response is `drv`, with the granted capabilities in
+/// `caps`.
+unsafe fn finish_create(
+    qp: *mut Qp,
+    fd: c_int,
+    srq: bool,
+    caps: &abi::ibv_qp_cap,
+    drv: &abi::rxe_create_qp_resp,
+) -> *mut ibv_qp {
+    // SAFETY: qp is ours until returned (caller's contract).
+    let ibqp = unsafe { ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp) };
+    // SAFETY: ibqp was filled in by the create command.
+    let qp_type = unsafe { (*ibqp).qp_type };
+    match map_rings(fd, qp_type, srq, caps, drv) {
+        Ok((sq, rq)) => {
+            // SAFETY: qp is ours until returned.
+            unsafe {
+                *(*qp).sq.get_mut().unwrap_or_else(|e| e.into_inner()) = sq;
+                *(*qp).rq.get_mut().unwrap_or_else(|e| e.into_inner()) = rq;
+            }
+            ibqp
+        }
+        Err(e) => {
+            // SAFETY: the kernel QP exists and nothing else refers to it.
+            unsafe {
+                abi::ibv_cmd_destroy_qp(ibqp);
+                drop(Box::from_raw(qp));
+            }
+            sys::set_errno(e);
+            ptr::null_mut()
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn create_qp(
+    pd: *mut abi::ibv_pd,
+    attr: *mut abi::ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: libibverbs passes the application's valid attributes.
+    let a = unsafe { &mut *attr };
+    if !creatable(a.qp_type) || a.qp_type == abi::ibv_qp_type::IBV_QPT_XRC_RECV {
+        // An XRC target needs a domain, which only ibv_create_qp_ex names.
+        sys::set_errno(sys::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    let qp = new_qp();
+    let mut cmd = abi::ibv_create_qp::default();
+    let mut resp = CreateQpResp::default();
+    // SAFETY: the QP is fresh; the call fills it in and writes the granted
+    // capabilities back into attr->cap; cmd and resp are valid.
+    let ret = unsafe {
+        abi::ibv_cmd_create_qp(
+            pd,
+            ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp),
+            attr,
+            &mut cmd,
+            size_of_val(&cmd),
+            &mut resp.ibv_resp,
+            size_of_val(&resp),
+        )
+    };
+    if ret != 0 {
+        // SAFETY: qp came from new_qp and was not handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        sys::set_errno(ret);
+        return ptr::null_mut();
+    }
+    // SAFETY: pd is valid; its context is the device context. The QP was
+    // created with resp as its response.
+    unsafe {
+        finish_create(
+            qp,
+            (*(*pd).context).cmd_fd,
+            !a.srq.is_null(),
+            &a.cap,
+            &resp.drv,
+        )
+    }
+}
+
+pub(crate) unsafe extern "C" fn create_qp_ex(
+    context: *mut abi::ibv_context,
+    attr: *mut abi::ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
+    use abi::ibv_qp_init_attr_mask::*;
+    // SAFETY: libibverbs passes the application's valid attributes.
+    let a = unsafe { &mut *attr };
+    // The extended send API (ibv_qp_ex, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) and
+    // creation flags are not offered yet: refuse rather than ignore them.
+    if a.comp_mask & !(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD) != 0 || !creatable(a.qp_type) {
+        sys::set_errno(sys::EOPNOTSUPP);
+        return ptr::null_mut();
+    }
+    let qp = new_qp();
+    let mut cmd = abi::ibv_create_qp::default();
+    let mut resp = CreateQpResp::default();
+    // SAFETY: as in create_qp; libibverbs takes the PD or the XRC domain from
+    // attr and fills in the verbs_qp.
+    let ret = unsafe {
+        abi::ibv_cmd_create_qp_ex(
+            context,
+            ptr::addr_of_mut!((*qp).vqp),
+            attr,
+            &mut cmd,
+            size_of_val(&cmd),
+            &mut resp.ibv_resp,
+            size_of_val(&resp),
+        )
+    };
+    if ret != 0 {
+        // SAFETY: qp came from new_qp and was not handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        sys::set_errno(ret);
+        return ptr::null_mut();
+    }
+    // SAFETY: context is valid; the QP was created with resp as its response.
+    unsafe { finish_create(qp, (*context).cmd_fd, !a.srq.is_null(), &a.cap, &resp.drv) }
+}
+
+/// Opens an XRC target QP another process created in a shared domain
+/// (IBA A14.4.3): a second handle on the kernel's QP, with no rings.
+pub(crate) unsafe extern "C" fn open_qp(
+    context: *mut abi::ibv_context,
+    attr: *mut abi::ibv_qp_open_attr,
+) -> *mut ibv_qp {
+    let qp = new_qp();
+    let mut cmd = abi::ibv_open_qp::default();
+    let mut resp = abi::ib_uverbs_create_qp_resp::default();
+    // SAFETY: the QP is fresh and libibverbs fills it in; attr is the
+    // application's; cmd and resp are valid.
+    let ret = unsafe {
+        abi::ibv_cmd_open_qp(
+            context,
+            ptr::addr_of_mut!((*qp).vqp),
+            size_of::<verbs_qp>() as c_int,
+            attr,
+            &mut cmd,
+            size_of_val(&cmd),
+            &mut resp,
+            size_of_val(&resp),
+        )
+    };
+    if ret != 0 {
+        // SAFETY: qp came from new_qp and was not handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        sys::set_errno(ret);
+        return ptr::null_mut();
+    }
+    // SAFETY: qp is valid; its ibv_qp is the first member.
+    unsafe { ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp) }
+}
+
+type Rings = (Option<SendQueue>, Option<RecvQueue>);
+
+fn map_rings(
+    fd: c_int,
+    qp_type: abi::ibv_qp_type::Type,
+    srq: bool,
+    caps: &abi::ibv_qp_cap,
+    drv: &abi::rxe_create_qp_resp,
+) -> Result<Rings, c_int> {
+    use abi::ibv_qp_type::*;
+    if qp_type == IBV_QPT_XRC_RECV {
+        return Ok((None, None));
+    }
+    let ring = Ring::map(fd, &drv.sq_mi)?;
+    let lim = SendLimits {
+        max_sge: caps.max_send_sge,
+        max_inline: caps.max_inline_data,
+        slot_len: ring.slot_len(),
+        qp_type,
+    };
+    let sq = SendQueue { ring, lim, ssn: 0 };
+    // An XRC initiator has no receive queue (A14.4.2), nor has a QP on an SRQ.
+    let rq = if !srq && qp_type != IBV_QPT_XRC_SEND {
+        Some(RecvQueue {
+            ring: Ring::map(fd, &drv.rq_mi)?,
+            max_sge: caps.max_recv_sge,
+        })
+    } else {
+        None
+    };
+    Ok((Some(sq), rq))
+}
+
+pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
+    // SAFETY: ibqp is one create_qp made.
+    let ret = unsafe { abi::ibv_cmd_destroy_qp(ibqp) };
+    if ret == 0 {
+        // SAFETY: ibv_qp is at offset 0 of the leaked Box<Qp>; the kernel QP
+        // is gone. Dropping unmaps the rings.
+        drop(unsafe { Box::from_raw(ibqp.cast::<Qp>()) });
+    }
+    ret
+}
+
+pub(crate) unsafe extern "C" fn modify_qp(
+    ibqp: *mut ibv_qp,
+    attr: *mut abi::ibv_qp_attr,
+    mask: c_int,
+) -> c_int {
+    let mut cmd = abi::ibv_modify_qp::default();
+    // SAFETY: arguments as libibverbs passed them; cmd valid for its size.
+    unsafe { abi::ibv_cmd_modify_qp(ibqp, attr, mask, &mut cmd, size_of_val(&cmd)) }
+}
+
+pub(crate) unsafe extern "C" fn query_qp(
+    ibqp: *mut ibv_qp,
+    attr: *mut abi::ibv_qp_attr,
+    mask: c_int,
+    init_attr: *mut abi::ibv_qp_init_attr,
+) -> c_int {
+    let mut cmd = abi::ibv_query_qp::default();
+    // SAFETY: arguments as libibverbs passed them; cmd valid for its size.
+    unsafe { abi::ibv_cmd_query_qp(ibqp, attr, mask, init_attr, &mut cmd, size_of_val(&cmd)) }
+}
+
+/// Tells the kernel the send ring has new WQEs: a `POST_SEND` command that
+/// carries none (`wr_count` 0), as rdma_rxe's ABI defines.
+fn ring_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
+    let mut cmd = abi::ibv_post_send::default();
+    let mut resp = abi::ib_uverbs_post_send_resp::default();
+    cmd.hdr.command = abi::ib_uverbs_write_cmds::IB_USER_VERBS_CMD_POST_SEND;
+    cmd.hdr.in_words = (size_of::<abi::ibv_post_send>() / 4) as u16;
+    cmd.hdr.out_words = (size_of::<abi::ib_uverbs_post_send_resp>() / 4) as u16;
+    cmd.core_payload.response = ptr::addr_of_mut!(resp) as u64;
+    cmd.core_payload.qp_handle = ibqp.handle;
+    cmd.core_payload.wqe_size = size_of::<ibv_send_wr>() as u32;
+    // SAFETY: viewing the command, a plain C struct, as its bytes.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(
+            ptr::addr_of!(cmd).cast::<u8>(),
+            size_of::<abi::ibv_post_send>(),
+        )
+    };
+    // SAFETY: the context outlives its QPs.
+    let fd = unsafe { (*ibqp.context).cmd_fd };
+    sys::write_all(fd, bytes)
+}
+
+pub(crate) unsafe extern "C" fn post_send(
+    ibqp: *mut ibv_qp,
+    mut wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
+    use abi::*;
+    if bad_wr.is_null() {
+        return sys::EINVAL;
+    }
+    // SAFETY: ibqp is one create_qp made; bad_wr is the caller's out pointer.
+    let (qp, bad) = unsafe { (&*ibqp.cast::<Qp>(), &mut *bad_wr) };
+    *bad = ptr::null_mut();
+    // SAFETY: reading the QP state libibverbs caches on every modify.
+    let state = unsafe { qp.vqp.__bindgen_anon_1.qp.state };
+    if matches!(
+        state,
+        ibv_qp_state::IBV_QPS_RESET | ibv_qp_state::IBV_QPS_INIT | ibv_qp_state::IBV_QPS_RTR
+    ) {
+        // IBA 10.8.2 / C10-29: work requests may be posted to a send queue
+        // only from RTS on (SQD, SQE and Error flush them).
+        *bad = wr;
+        return sys::EINVAL;
+    }
+    let mut posted = 0;
+    let mut err = 0;
+    {
+        let mut guard = lock(&qp.sq);
+        let Some(sq) = guard.as_mut() else {
+            *bad = wr;
+            return sys::EINVAL;
+        };
+        while !wr.is_null() {
+            // SAFETY: the application's chain, valid during the call.
+            let w = unsafe { &*wr };
+            let Some(slot) = sq.ring.next_free() else {
+                err = sys::ENOMEM;
+                break;
+            };
+            // SAFETY: slot is the free producer slot of this send ring.
+            if let Err(e) = unsafe { wqe::write_send(slot, w, &sq.lim, sq.ssn) } {
+                err = e;
+                break;
+            }
+            sq.ring.publish();
+            sq.ssn = sq.ssn.wrapping_add(1);
+            posted += 1;
+            wr = w.next;
+        }
+    }
+    if err != 0 {
+        *bad = wr;
+    }
+    if posted > 0 {
+        // SAFETY: reading the QP's handle and context.
+        if let Err(e) = ring_doorbell(unsafe { &qp.vqp.__bindgen_anon_1.qp }) {
+            if err == 0 {
+                return e;
+            }
+        }
+    }
+    err
+}
+
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    if bad_wr.is_null() {
+        return sys::EINVAL;
+    }
+    // SAFETY: ibqp is one create_qp made; bad_wr is the caller's out pointer.
+    let (qp, bad) = unsafe { (&*ibqp.cast::<Qp>(), &mut *bad_wr) };
+    *bad = ptr::null_mut();
+    // SAFETY: reading the cached QP state.
+    if unsafe { qp.vqp.__bindgen_anon_1.qp.state } == abi::ibv_qp_state::IBV_QPS_RESET {
+        // IBA C10-97.2.1: no receives may be posted in Reset.
+        *bad = wr;
+        return sys::EINVAL;
+    }
+    let guard = lock(&qp.rq);
+    match guard.as_ref() {
+        Some(rq) => rq.post(wr, bad),
+        None => {
+            *bad = wr;
+            sys::EINVAL
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn bind_mw(
+    ibqp: *mut ibv_qp,
+    mw: *mut abi::ibv_mw,
+    bind: *mut abi::ibv_mw_bind,
+) -> c_int {
+    use abi::*;
+    if mw.is_null() || bind.is_null() {
+        return sys::EINVAL;
+    }
+    // SAFETY: the application's window and bind description.
+    let (m, b) = unsafe { (&mut *mw, &*bind) };
+    // Type 2 windows are bound with a posted IBV_WR_BIND_MW; ibv_bind_mw is
+    // for type 1 (IBA 10.6.7.2.1). Zero-based type 1 windows do not exist.
+    if m.type_ != ibv_mw_type::IBV_MW_TYPE_1
+        || b.bind_info.mr.is_null()
+        || b.bind_info.mw_access_flags & ibv_access_flags::IBV_ACCESS_ZERO_BASED != 0
+    {
+        return sys::EINVAL;
+    }
+    let rkey = wqe::next_rkey(m.rkey);
+    let mut wr = ibv_send_wr {
+        wr_id: b.wr_id,
+        opcode: ibv_wr_opcode::IBV_WR_BIND_MW,
+        send_flags: b.send_flags,
+        ..Default::default()
+    };
+    wr.__bindgen_anon_2.bind_mw = ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+        mw,
+        rkey,
+        bind_info: b.bind_info,
+    };
+    let mut bad = ptr::null_mut();
+    // SAFETY: wr is a valid one-element chain; bad is a valid out pointer.
+    let ret = unsafe { post_send(ibqp, &mut wr, &mut bad) };
+    if ret == 0 {
+        // The verbs give the window its new key when the bind is posted.
+        m.rkey = rkey;
+    }
+    ret
+}

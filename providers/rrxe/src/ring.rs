@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A queue shared with the kernel: `struct rxe_queue_buf` mapped from the
+//! uverbs file (Documentation/rrxe/uverbs-abi.rst, sections 2 and 3).
+//!
+//! Each side owns one index and only reads the other's. Indices are slot
+//! numbers already masked; one slot always stays empty, so
+//! `producer == consumer` means empty and `producer + 1 == consumer` full.
+//! Whoever publishes an index does so with a release store after writing or
+//! reading the slots it covers, and the other side loads it with acquire
+//! before touching those slots.
+
+use crate::abi::{self, mminfo, rxe_queue_buf};
+use crate::sys;
+use core::ffi::{c_int, c_void};
+use core::mem::{offset_of, size_of};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Slot sizes the kernel can choose: 64 bytes (a cache line) up to a WQE of
+/// 32 SGEs or 512 bytes inline, rounded to a power of two.
+const MAX_LOG2_SLOT: u32 = 16;
+
+/// One mapped queue. Dropping it unmaps it.
+pub(crate) struct Ring {
+    buf: NonNull<rxe_queue_buf>,
+    map_len: usize,
+    mask: u32,
+    log2_slot: u32,
+}
+
+impl Ring {
+    /// Maps the queue the kernel described in `mi` and checks that its header
+    /// describes slots inside the mapping, so no index can reach past it.
+    pub(crate) fn map(cmd_fd: c_int, mi: &mminfo) -> Result<Ring, c_int> {
+        let len = mi.size as usize;
+        let data_off = size_of::<rxe_queue_buf>();
+        if len <= data_off {
+            return Err(abi::EINVAL as c_int);
+        }
+        // SAFETY: a fresh shared mapping of the uverbs file at the offset the
+        // kernel handed out for this queue; nothing else refers to it yet.
+        let addr = unsafe {
+            abi::mmap(
+                ptr::null_mut(),
+                len,
+                (abi::PROT_READ | abi::PROT_WRITE) as c_int,
+                abi::MAP_SHARED as c_int,
+                cmd_fd,
+                mi.offset as _,
+            )
+        };
+        if addr as isize == -1 {
+            return Err(sys::last_error());
+        }
+        let buf = NonNull::new(addr.cast::<rxe_queue_buf>()).ok_or(abi::EINVAL as c_int)?;
+        // SAFETY: the mapping is at least the header long (checked above);
+        // the kernel wrote these two fields before handing out the offset and
+        // never changes them.
+        let (log2_slot, mask) =
+            unsafe { ((*buf.as_ptr()).log2_elem_size, (*buf.as_ptr()).index_mask) };
+        let ring = Ring {
+            buf,
+            map_len: len,
+            mask,
+            log2_slot,
+        };
+        let slots = u64::from(mask) + 1;
+        let fits = log2_slot <= MAX_LOG2_SLOT
+            && slots.is_power_of_two()
+            && (data_off as u64).saturating_add(slots << log2_slot) <= len as u64;
+        if fits {
+            Ok(ring)
+        } else {
+            Err(abi::EINVAL as c_int)
+        }
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn slot_len(&self) -> usize {
+        1usize << self.log2_slot
+    }
+
+    fn index(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: offset is that of a u32 index in the mapped header, which
+        // lives as long as self; AtomicU32 has u32's layout, and the kernel
+        // accesses the same word atomically.
+        unsafe {
+            &*self
+                .buf
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<AtomicU32>()
+        }
+    }
+
+    fn producer(&self) -> &AtomicU32 {
+        self.index(offset_of!(rxe_queue_buf, producer_index))
+    }
+
+    fn consumer(&self) -> &AtomicU32 {
+        self.index(offset_of!(rxe_queue_buf, consumer_index))
+    }
+
+    fn slot(&self, index: u32) -> *mut u8 {
+        let off = size_of::<rxe_queue_buf>() + (((index & self.mask) as usize) << self.log2_slot);
+        // SAFETY: map() checked that every masked slot lies in the mapping.
+        unsafe { self.buf.as_ptr().cast::<u8>().add(off) }
+    }
+
+    /// Producer side: the slot the next element goes to, or None if the ring
+    /// is full. The slot is the producer's until `publish`.
+    pub(crate) fn next_free(&self) -> Option<*mut u8> {
+        let prod = self.producer().load(Ordering::Relaxed) & self.mask;
+        let cons = self.consumer().load(Ordering::Acquire) & self.mask;
+        if (prod + 1) & self.mask == cons {
+            None
+        } else {
+            Some(self.slot(prod))
+        }
+    }
+
+    /// Producer side: hands the slot `next_free` returned to the kernel.
+    pub(crate) fn publish(&self) {
+        let prod = self.producer().load(Ordering::Relaxed);
+        self.producer()
+            .store((prod + 1) & self.mask, Ordering::Release);
+    }
+
+    /// Consumer side: the oldest element the kernel produced, if any.
+    pub(crate) fn next_full(&self) -> Option<*const u8> {
+        let cons = self.consumer().load(Ordering::Relaxed) & self.mask;
+        let prod = self.producer().load(Ordering::Acquire) & self.mask;
+        if cons == prod {
+            None
+        } else {
+            Some(self.slot(cons).cast_const())
+        }
+    }
+
+    /// Consumer side: gives the slot `next_full` returned back to the kernel.
+    pub(crate) fn consume(&self) {
+        let cons = self.consumer().load(Ordering::Relaxed);
+        self.consumer()
+            .store((cons + 1) & self.mask, Ordering::Release);
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by map() with this length and is not
+        // referenced once the ring is gone. munmap of a valid mapping fails
+        // only on bad arguments.
+        unsafe { abi::munmap(self.buf.as_ptr().cast::<c_void>(), self.map_len) };
+    }
+}

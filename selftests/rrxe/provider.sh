@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# librrxe, rrxe's own libibverbs provider (providers/rrxe/), on one VM: which provider binds
+# which device, and libibverbs' unmodified example programs through it, server and client
+# on one rrxe device in loopback.
+#
+# librrxe is loaded by naming it in RDMAV_DRIVERS (libibverbs registers those providers
+# first, so it is tried before the stock rxe provider, which also matches rrxe's driver
+# id). Its match accepts rrxe devices only. provider.py tells the two providers apart by a
+# verb only librrxe has (ibv_get_srq_num on a basic SRQ).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/tap.sh"
+. "$here/lib/gid.sh"
+. "$here/lib/device.sh"
+TMO=${RRXE_PP_TIMEOUT:-120}
+LOG=$(mktemp -d /tmp/provider.XXXXXX)
+# load_driver() appends the provider suffix, -rdmav34.so.
+lib=$here/provider/librrxe
+ours() { RDMAV_DRIVERS=$lib "$@"; }
+
+tap_begin "librrxe: binding and libibverbs' examples through it"
+if [ ! -f "$lib-rdmav34.so" ]; then
+	skip "librrxe" "no $lib-rdmav34.so (scripts/kselftest.sh builds it with the kselftests)"
+	tap_end
+	exit $?
+fi
+device_up rrxe rrxe0 || exit 1
+
+bound() { # DEV WANT [env...]: provider.py reports WANT for DEV
+	local dev=$1 want=$2 out
+	shift 2
+	out=$("$@" python3 "$here/provider.py" "$dev") || { echo "$out"; return 1; }
+	echo "$out"
+	[[ $out == "provider: $want"* ]]
+}
+check "with RDMAV_DRIVERS naming librrxe, librrxe drives rrxe0" bound rrxe0 rrxe env RDMAV_DRIVERS="$lib"
+check "without it, the stock rxe provider drives rrxe0 as before" bound rrxe0 rxe env
+installed() { # CMD...: CMD seeing /etc/libibverbs.d as `scripts/provider.sh install` leaves it
+	# (rxe.driver diverted away, provider/rrxe.driver in its place, here naming the library by
+	# its path), in a mount namespace of its own: the guest's root is the host's, read-only.
+	unshare -m bash -c '
+		set -e
+		conf=$(mktemp -d)
+		cp -a /etc/libibverbs.d/. "$conf/"
+		rm -f "$conf/rxe.driver"
+		sed "s|^driver rrxe\$|driver $1|" "$2" >"$conf/rrxe.driver"
+		mount --bind "$conf" /etc/libibverbs.d
+		shift 2
+		"$@"' _ "$lib" "$here/provider/rrxe.driver" "$@"
+}
+check "installed (no RDMAV_DRIVERS), librrxe drives rrxe0" bound rrxe0 rrxe installed
+check "ibv_devinfo through librrxe: rrxe0, port 1 active, fw and GUID reported" \
+	bash -c 'o=$(RDMAV_DRIVERS='"$lib"' ibv_devinfo -d rrxe0) && echo "$o" &&
+		grep -q "PORT_ACTIVE" <<<"$o" && grep -q "node_guid" <<<"$o"'
+
+stock_xrc() { # the server fails at once, opening its domain, without librrxe
+	local out
+	out=$(timeout 30 ibv_xsrq_pingpong -d rrxe0 -g "$gid" -p 18809 2>&1) && return 1
+	echo "$out"
+	grep -q "Couldn't Open the XRC Domain" <<<"$out"
+}
+pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both through librrxe
+	local name=$1 prog=$2 spid ok=1
+	shift 2
+	ours timeout "$TMO" "$prog" -d rrxe0 -g "$gid" "$@" >"$LOG/$name.server" 2>&1 &
+	spid=$!
+	sleep 1
+	ours timeout "$TMO" "$prog" -d rrxe0 -g "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
+	wait "$spid" || ok=0
+	tail -n 3 "$LOG/$name.server" "$LOG/$name.client"
+	[ $ok = 1 ]
+}
+if [ -z "$gid" ]; then
+	skip "the pingpongs" "no RoCE v2 GID on rrxe0"
+else
+	check "ibv_rc_pingpong -n 200 -c (data checked) through librrxe" pp rc ibv_rc_pingpong -n 200 -c -p 18801
+	check "ibv_rc_pingpong -s 65536 -n 50 -c through librrxe" pp rcbig ibv_rc_pingpong -s 65536 -n 50 -c -p 18802
+	check "ibv_rc_pingpong -e (completion events) through librrxe" pp rcev ibv_rc_pingpong -n 100 -e -p 18803
+	check "ibv_uc_pingpong -n 200 through librrxe" pp uc ibv_uc_pingpong -n 200 -p 18804
+	check "ibv_ud_pingpong -s 512 -n 200 -c through librrxe" pp ud ibv_ud_pingpong -s 512 -n 200 -c -p 18805
+	check "ibv_srq_pingpong -q 8 -n 100 -c through librrxe" pp srq ibv_srq_pingpong -q 8 -n 100 -c -p 18806
+	# XRC (IBA Annex A14): a domain opened on a file by both processes, an XRC SRQ and a
+	# target QP in the server, XRC initiators in the client naming the server's SRQs.
+	check "ibv_xsrq_pingpong -n 100 (XRC domain, XRC SRQs, XRC_SEND and XRC_RECV QPs) through librrxe" \
+		pp xsrq ibv_xsrq_pingpong -n 100 -p 18807
+	check "ibv_xsrq_pingpong -n 100 -e (completion events) through librrxe" \
+		pp xsrqev ibv_xsrq_pingpong -n 100 -e -p 18808
+	check "the stock rxe provider cannot run ibv_xsrq_pingpong: it has no ibv_open_xrcd" stock_xrc
+fi
+
+device_down
+
+# rdma_rxe (alone: it and rrxe both need UDP port 4791): librrxe declines its devices even
+# when loaded first.
+if device_up rdma_rxe rxe0; then
+	check "with RDMAV_DRIVERS naming librrxe, the stock provider still drives rdma_rxe's rxe0" \
+		bound rxe0 rxe env RDMAV_DRIVERS="$lib"
+	check "with librrxe installed, the stock provider still drives rdma_rxe's rxe0" \
+		bound rxe0 rxe installed
+	device_down
+else
+	skip "librrxe declines rdma_rxe devices" "rdma_rxe could not be added"
+fi
+rm -rf "$LOG"
+tap_end
