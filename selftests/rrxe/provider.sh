@@ -61,12 +61,13 @@ stock_xrc() { # the server fails at once, opening its domain, without librrxe
 	grep -q "Couldn't Open the XRC Domain" <<<"$out"
 }
 pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both through librrxe
-	local name=$1 prog=$2 spid ok=1
+	local name=$1 prog=$2 spid ok=1 g=-g
 	shift 2
-	ours timeout "$TMO" "$prog" -d rrxe0 -g "$gid" "$@" >"$LOG/$name.server" 2>&1 &
+	[[ $prog == ib_* ]] && g=-x # perftest names the GID index -x
+	ours timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" >"$LOG/$name.server" 2>&1 &
 	spid=$!
 	sleep 1
-	ours timeout "$TMO" "$prog" -d rrxe0 -g "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
+	ours timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
 	wait "$spid" || ok=0
 	tail -n 3 "$LOG/$name.server" "$LOG/$name.client"
 	[ $ok = 1 ]
@@ -87,6 +88,13 @@ else
 	check "ibv_xsrq_pingpong -n 100 -e (completion events) through librrxe" \
 		pp xsrqev ibv_xsrq_pingpong -n 100 -e -p 18808
 	check "the stock rxe provider cannot run ibv_xsrq_pingpong: it has no ibv_open_xrcd" stock_xrc
+	# perftest over XRC: its default post path is the extended send API (ibv_wr_*,
+	# ibv_wr_set_xrc_srqn), --use_old_post_send takes ibv_post_send.
+	check "ib_send_bw -c XRC (ibv_wr_* API) through librrxe" pp xsbw ib_send_bw -c XRC -F -n 200 -p 18810
+	check "ib_send_bw -c XRC --use_old_post_send through librrxe" \
+		pp xsbwo ib_send_bw -c XRC -F -n 200 --use_old_post_send -p 18811
+	check "ib_write_bw -c XRC through librrxe" pp xwbw ib_write_bw -c XRC -F -n 200 -p 18812
+	check "ib_read_bw -c XRC through librrxe" pp xrbw ib_read_bw -c XRC -F -n 200 -p 18813
 fi
 
 device_down

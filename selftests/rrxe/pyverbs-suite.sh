@@ -3,7 +3,13 @@
 # rdma-core's own test suite (shipped by python3-pyverbs in /usr/share/doc/rdma-core/tests)
 # against one soft-RoCE device: rrxe (default) or rdma_rxe for comparison.
 #
-#   pyverbs-suite.sh [rrxe|rxe] [UNITTEST ARGS...]
+#   pyverbs-suite.sh [rrxe|rxe|librrxe] [UNITTEST ARGS...]
+#
+# librrxe: rrxe through the project's provider (provider/librrxe-rdmav34.so, named in
+# RDMAV_DRIVERS) instead of rdma-core's rxe provider. Then the suite's XRC tests must pass
+# (the stock provider has no XRC verbs, so they skip there), and when the stock run of the
+# same boot left its log (pyverbs-rrxe.log beside this run's), every test that passed
+# there must pass here.
 #
 # Needs one VM; the device runs over eth0 when there is one, else over a veth pair. rdma_rxe
 # and rrxe both bind UDP 4791: the script loads its module, runs, and unloads it again.
@@ -19,8 +25,12 @@ shift $(($# > 0 ? 1 : 0))
 case $kind in
 rrxe) mod=rrxe dev=rrxe0 ;;
 rxe) mod=rdma_rxe dev=rxe0 ;;
+librrxe)
+	mod=rrxe dev=rrxe0
+	export RDMAV_DRIVERS=$here/provider/librrxe
+	;;
 *)
-	echo "usage: $0 [rrxe|rxe] [unittest args...]" >&2
+	echo "usage: $0 [rrxe|rxe|librrxe] [unittest args...]" >&2
 	exit 2
 	;;
 esac
@@ -28,9 +38,14 @@ SRC=/usr/share/doc/rdma-core/tests
 WORK=/tmp/pyverbs-tests # a tmpfs in the VM
 LOG=${RRXE_RESULTS:-/tmp}/pyverbs-$kind.log
 
-tap_begin "rdma-core test suite (pyverbs) on $dev ($mod)"
+tap_begin "rdma-core test suite (pyverbs) on $dev ($mod${RDMAV_DRIVERS:+, through librrxe})"
 if [ ! -f "$SRC/run_tests.py" ]; then
 	skip "rdma-core test suite" "python3-pyverbs is not installed ($SRC)"
+	tap_end
+	exit
+fi
+if [ "$kind" = librrxe ] && [ ! -f "$RDMAV_DRIVERS-rdmav34.so" ]; then
+	skip "rdma-core test suite through librrxe" "no $RDMAV_DRIVERS-rdmav34.so (scripts/kselftest.sh builds it)"
 	tap_end
 	exit
 fi
@@ -89,6 +104,28 @@ done
 check "the suite ran to its summary" test -n "$ran"
 check "no test failed or errored on $dev ($n_fail failed, $n_err errors, $n_racy known races)" \
 	test "$((n_fail + n_err - n_racy))" = 0
+
+if [ "$kind" = librrxe ]; then
+	# rdma-core's XRC tests (XRCResources: a domain on a file, XRC SRQs, XRC_SEND and
+	# XRC_RECV QPs) with ibv_post_send, the extended send API and the extended CQ.
+	for t in test_xrc_atomic_fetch_and_add test_xrc_atomic_cmp_and_swap test_qp_ex_xrc_send \
+		test_qp_ex_xrc_send_imm test_xrc_traffic_cq_ex test_ro_xrc_traffic; do
+		check "$t passes through librrxe" grep -qE "^$t \(.*\) \.\.\. ok$" "$LOG"
+	done
+	stock=${LOG%/*}/pyverbs-rrxe.log
+	if [ -f "$stock" ]; then
+		# Files, not process substitution: the guests have no /dev/fd.
+		passed() { sed -n 's/^\(test_[^ ]*\) (.*) \.\.\. ok$/\1/p' "$1" | sort; }
+		passed "$stock" >"$WORK.stock" && passed "$LOG" >"$WORK.ours"
+		lost=$(comm -23 "$WORK.stock" "$WORK.ours")
+		rm -f "$WORK.stock" "$WORK.ours"
+		[ -n "$lost" ] && sed 's/^/#   passed with the stock provider only: /' <<<"$lost"
+		check "every test that passed with the stock provider in this boot passes through librrxe" \
+			test -z "$lost"
+	else
+		skip "the stock provider's passes also pass here" "no stock run in this boot ($stock)"
+	fi
+fi
 
 check "rdma link delete $dev" rdma link delete "$dev"
 check "rmmod $mod" rmmod "$mod"

@@ -9,4 +9,4 @@ here=$(dirname "$0")
 . "$here/lib/sides.sh"
 wire=(spray.sh credits.sh)
 [ "${RRXE_SOAK:-0}" = 1 ] && wire=()
-run_programs interop.sh "${wire[@]}" pyverbs-suite.sh
+run_programs interop.sh "${wire[@]}" pyverbs-suite.sh pyverbs-suite-librrxe.sh

@@ -128,6 +128,11 @@ struct verbs_srq {
 	uint32_t srq_num;
 };
 
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -166,7 +171,8 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	void *create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *attr);
 	void *create_flow;
 	void *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
@@ -239,7 +245,7 @@ struct verbs_context_ops {
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	void *rereg_mr;
-	void *resize_cq;
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	void *set_ece;
 	void *unimport_dm;
 	void *unimport_mr;
@@ -269,6 +275,21 @@ RRXE_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
 RRXE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 RRXE_CMD(ibv_query_srq, ib_uverbs_query_srq);
 RRXE_CMD(ibv_post_send, ib_uverbs_post_send);
+
+RRXE_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
+
+/* kern-abi.h: an extended write() command has the extended header. */
+struct ex_hdr {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+};
+#define RRXE_CMD_EX(name, kabi)                                               \
+	struct name {                                                         \
+		struct ex_hdr hdr;                                            \
+		struct kabi core_payload;                                     \
+	}
+RRXE_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq);
+RRXE_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp);
 
 /* The rxe driver's request for MODIFY_SRQ follows the core's. */
 struct rrxe_modify_srq {
@@ -317,6 +338,19 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size, struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *attr_ex,
+			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
+			  struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,

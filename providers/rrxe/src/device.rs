@@ -64,6 +64,7 @@ static CONTEXT_OPS: Sync<verbs_context_ops> = Sync(verbs_context_ops {
     close_xrcd: Some(xrcd::close_xrcd),
     create_ah: Some(ah::create_ah),
     create_cq: Some(cq::create_cq),
+    create_cq_ex: Some(cq::create_cq_ex),
     create_qp: Some(qp::create_qp),
     create_qp_ex: Some(qp::create_qp_ex),
     create_srq: Some(srq::create_srq),
@@ -92,6 +93,7 @@ static CONTEXT_OPS: Sync<verbs_context_ops> = Sync(verbs_context_ops {
     query_srq: Some(srq::query_srq),
     reg_mr: Some(pd::reg_mr),
     req_notify_cq: Some(abi::ibv_cmd_req_notify_cq),
+    resize_cq: Some(cq::resize_cq),
     // SAFETY: every other op is an Option or a raw pointer, for which zero is
     // "not supplied"; libibverbs then installs its EOPNOTSUPP fallback.
     ..unsafe { core::mem::zeroed() }

@@ -8,6 +8,7 @@ use crate::abi::{self, ibv_qp, ibv_recv_wr, ibv_send_wr, verbs_qp};
 use crate::ring::Ring;
 use crate::sys;
 use crate::wqe::{self, SendLimits};
+use crate::wr;
 use core::ffi::c_int;
 use core::mem::size_of;
 use core::ptr;
@@ -62,6 +63,8 @@ pub(crate) struct Qp {
     /// None when the QP receives through an SRQ, or receives nothing (an
     /// XRC initiator or target).
     rq: Mutex<Option<RecvQueue>>,
+    /// Requests built with the extended send API, posted by `wr_complete`.
+    pub(crate) batch: Mutex<wr::Batch>,
 }
 
 #[repr(C)]
@@ -71,7 +74,7 @@ struct CreateQpResp {
     drv: abi::rxe_create_qp_resp,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -90,6 +93,7 @@ fn new_qp() -> *mut Qp {
         vqp: verbs_qp::default(),
         sq: Mutex::new(None),
         rq: Mutex::new(None),
+        batch: Mutex::new(wr::Batch::default()),
     }))
 }
 
@@ -179,6 +183,13 @@ pub(crate) unsafe extern "C" fn create_qp(
     }
 }
 
+#[repr(C)]
+#[derive(Default)]
+struct CreateQpExResp {
+    ibv_resp: abi::ib_uverbs_ex_create_qp_resp,
+    drv: abi::rxe_create_qp_resp,
+}
+
 pub(crate) unsafe extern "C" fn create_qp_ex(
     context: *mut abi::ibv_context,
     attr: *mut abi::ibv_qp_init_attr_ex,
@@ -186,19 +197,37 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     use abi::ibv_qp_init_attr_mask::*;
     // SAFETY: libibverbs passes the application's valid attributes.
     let a = unsafe { &mut *attr };
-    // The extended send API (ibv_qp_ex, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) and
-    // creation flags are not offered yet: refuse rather than ignore them.
-    if a.comp_mask & !(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD) != 0 || !creatable(a.qp_type) {
+    let known = IBV_QP_INIT_ATTR_PD
+        | IBV_QP_INIT_ATTR_XRCD
+        | IBV_QP_INIT_ATTR_CREATE_FLAGS
+        | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    let flags = if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
+        a.create_flags
+    } else {
+        0
+    };
+    let ops = if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        Some(a.send_ops_flags)
+    } else {
+        None
+    };
+    // rrxe has no QP creation flags (scatter-FCS, CVLAN stripping and the
+    // like are Ethernet-NIC features) and no TSO, RSS or WQ indirection.
+    if a.comp_mask & !known != 0
+        || flags != 0
+        || !creatable(a.qp_type)
+        || ops.is_some_and(|o| !wr::supported(a.qp_type, o))
+    {
         sys::set_errno(sys::EOPNOTSUPP);
         return ptr::null_mut();
     }
     let qp = new_qp();
-    let mut cmd = abi::ibv_create_qp::default();
-    let mut resp = CreateQpResp::default();
+    let mut cmd = abi::ibv_create_qp_ex::default();
+    let mut resp = CreateQpExResp::default();
     // SAFETY: as in create_qp; libibverbs takes the PD or the XRC domain from
-    // attr and fills in the verbs_qp.
+    // attr, fills in the verbs_qp and writes the granted capabilities back.
     let ret = unsafe {
-        abi::ibv_cmd_create_qp_ex(
+        abi::ibv_cmd_create_qp_ex2(
             context,
             ptr::addr_of_mut!((*qp).vqp),
             attr,
@@ -213,6 +242,14 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         drop(unsafe { Box::from_raw(qp) });
         sys::set_errno(ret);
         return ptr::null_mut();
+    }
+    if ops.is_some() {
+        // SAFETY: qp is ours until returned; the ibv_qp_ex shares the QP's
+        // first bytes (verbs_qp's union).
+        unsafe {
+            (*qp).vqp.comp_mask |= abi::verbs_qp_mask::VERBS_QP_EX;
+            wr::install(&mut (*qp).vqp.__bindgen_anon_1.qp_ex);
+        }
     }
     // SAFETY: context is valid; the QP was created with resp as its response.
     unsafe { finish_create(qp, (*context).cmd_fd, !a.srq.is_null(), &a.cap, &resp.drv) }
@@ -339,67 +376,99 @@ fn ring_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
     sys::write_all(fd, bytes)
 }
 
+/// Posts a chain of send requests. With `all_or_nothing` (the extended
+/// API's `ibv_wr_complete`) either every request is posted or none is; else
+/// (`ibv_post_send`) those before a refused request are posted. On failure
+/// returns the error and the first request not posted.
+pub(crate) fn post_chain(
+    qp: &Qp,
+    head: *mut ibv_send_wr,
+    all_or_nothing: bool,
+) -> Result<(), (c_int, *mut ibv_send_wr)> {
+    use abi::ibv_qp_state::*;
+    // SAFETY: reading the QP state libibverbs caches on every modify.
+    let state = unsafe { qp.vqp.__bindgen_anon_1.qp.state };
+    if matches!(state, IBV_QPS_RESET | IBV_QPS_INIT | IBV_QPS_RTR) {
+        // IBA 10.8.2 / C10-29: work requests may be posted to a send queue
+        // only from RTS on (SQD, SQE and Error flush them).
+        return Err((sys::EINVAL, head));
+    }
+    let mut wr = head;
+    let mut k = 0u32;
+    let mut err = 0;
+    let posted = {
+        let mut guard = lock(&qp.sq);
+        let Some(sq) = guard.as_mut() else {
+            return Err((sys::EINVAL, head));
+        };
+        while !wr.is_null() {
+            // SAFETY: the chain is the caller's (the application's, or the
+            // batch's), valid during the call.
+            let w = unsafe { &*wr };
+            let Some(slot) = sq.ring.free_slot_at(if all_or_nothing { k } else { 0 }) else {
+                err = sys::ENOMEM;
+                break;
+            };
+            // SAFETY: slot is a free producer slot of this send ring.
+            if let Err(e) = unsafe { wqe::write_send(slot, w, &sq.lim, sq.ssn.wrapping_add(k)) } {
+                err = e;
+                break;
+            }
+            if !all_or_nothing {
+                sq.ring.publish();
+            }
+            k += 1;
+            wr = w.next;
+        }
+        let posted = if all_or_nothing {
+            if err == 0 {
+                sq.ring.publish_n(k);
+                k
+            } else {
+                0
+            }
+        } else {
+            k
+        };
+        sq.ssn = sq.ssn.wrapping_add(posted);
+        posted
+    };
+    if all_or_nothing && err != 0 {
+        wr = head;
+    }
+    if posted > 0 {
+        // SAFETY: reading the QP's handle and context.
+        if let Err(e) = ring_doorbell(unsafe { &qp.vqp.__bindgen_anon_1.qp }) {
+            if err == 0 {
+                return Err((e, ptr::null_mut()));
+            }
+        }
+    }
+    if err != 0 {
+        Err((err, wr))
+    } else {
+        Ok(())
+    }
+}
+
 pub(crate) unsafe extern "C" fn post_send(
     ibqp: *mut ibv_qp,
-    mut wr: *mut ibv_send_wr,
+    wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
-    use abi::*;
     if bad_wr.is_null() {
         return sys::EINVAL;
     }
     // SAFETY: ibqp is one create_qp made; bad_wr is the caller's out pointer.
     let (qp, bad) = unsafe { (&*ibqp.cast::<Qp>(), &mut *bad_wr) };
     *bad = ptr::null_mut();
-    // SAFETY: reading the QP state libibverbs caches on every modify.
-    let state = unsafe { qp.vqp.__bindgen_anon_1.qp.state };
-    if matches!(
-        state,
-        ibv_qp_state::IBV_QPS_RESET | ibv_qp_state::IBV_QPS_INIT | ibv_qp_state::IBV_QPS_RTR
-    ) {
-        // IBA 10.8.2 / C10-29: work requests may be posted to a send queue
-        // only from RTS on (SQD, SQE and Error flush them).
-        *bad = wr;
-        return sys::EINVAL;
-    }
-    let mut posted = 0;
-    let mut err = 0;
-    {
-        let mut guard = lock(&qp.sq);
-        let Some(sq) = guard.as_mut() else {
-            *bad = wr;
-            return sys::EINVAL;
-        };
-        while !wr.is_null() {
-            // SAFETY: the application's chain, valid during the call.
-            let w = unsafe { &*wr };
-            let Some(slot) = sq.ring.next_free() else {
-                err = sys::ENOMEM;
-                break;
-            };
-            // SAFETY: slot is the free producer slot of this send ring.
-            if let Err(e) = unsafe { wqe::write_send(slot, w, &sq.lim, sq.ssn) } {
-                err = e;
-                break;
-            }
-            sq.ring.publish();
-            sq.ssn = sq.ssn.wrapping_add(1);
-            posted += 1;
-            wr = w.next;
+    match post_chain(qp, wr, false) {
+        Ok(()) => 0,
+        Err((e, at)) => {
+            *bad = at;
+            e
         }
     }
-    if err != 0 {
-        *bad = wr;
-    }
-    if posted > 0 {
-        // SAFETY: reading the QP's handle and context.
-        if let Err(e) = ring_doorbell(unsafe { &qp.vqp.__bindgen_anon_1.qp }) {
-            if err == 0 {
-                return e;
-            }
-        }
-    }
-    err
 }
 
 pub(crate) unsafe extern "C" fn post_recv(

@@ -109,23 +109,37 @@ impl Ring {
         unsafe { self.buf.as_ptr().cast::<u8>().add(off) }
     }
 
-    /// Producer side: the slot the next element goes to, or None if the ring
-    /// is full. The slot is the producer's until `publish`.
-    pub(crate) fn next_free(&self) -> Option<*mut u8> {
+    /// Producer side: the slot `k` places after the producer, if the ring has
+    /// room for `k + 1` more elements. Slots are the producer's until
+    /// published.
+    pub(crate) fn free_slot_at(&self, k: u32) -> Option<*mut u8> {
         let prod = self.producer().load(Ordering::Relaxed) & self.mask;
         let cons = self.consumer().load(Ordering::Acquire) & self.mask;
-        if (prod + 1) & self.mask == cons {
+        let used = prod.wrapping_sub(cons) & self.mask;
+        if u64::from(used) + u64::from(k) + 1 > u64::from(self.mask) {
             None
         } else {
-            Some(self.slot(prod))
+            Some(self.slot(prod.wrapping_add(k)))
         }
+    }
+
+    /// Producer side: the slot the next element goes to, or None if the ring
+    /// is full.
+    pub(crate) fn next_free(&self) -> Option<*mut u8> {
+        self.free_slot_at(0)
+    }
+
+    /// Producer side: hands the next `n` slots to the kernel, in one release
+    /// store after they were written.
+    pub(crate) fn publish_n(&self, n: u32) {
+        let prod = self.producer().load(Ordering::Relaxed);
+        self.producer()
+            .store(prod.wrapping_add(n) & self.mask, Ordering::Release);
     }
 
     /// Producer side: hands the slot `next_free` returned to the kernel.
     pub(crate) fn publish(&self) {
-        let prod = self.producer().load(Ordering::Relaxed);
-        self.producer()
-            .store((prod + 1) & self.mask, Ordering::Release);
+        self.publish_n(1);
     }
 
     /// Consumer side: the oldest element the kernel produced, if any.

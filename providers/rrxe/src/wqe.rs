@@ -95,6 +95,12 @@ pub(crate) unsafe fn write_send(
     if inline && length > lim.max_inline {
         return Err(sys::EINVAL);
     }
+    // Atomic Write (IBA 1.5, 9.4.7): eight bytes, given inline, to an aligned
+    // address; the value goes where inline data would (uverbs-abi.rst 5).
+    let atomic_write = op == ibv_wr_opcode::IBV_WR_ATOMIC_WRITE;
+    if atomic_write && (!inline || length != 8 || rdma.remote_addr & 7 != 0) {
+        return Err(sys::EINVAL);
+    }
     let ud_send = lim.qp_type == ibv_qp_type::IBV_QPT_UD
         && (op == ibv_wr_opcode::IBV_WR_SEND || op == ibv_wr_opcode::IBV_WR_SEND_WITH_IMM);
     if ud_send && ud.ah.is_null() {
@@ -124,7 +130,13 @@ pub(crate) unsafe fn write_send(
     let wqe = unsafe { &mut *slot.cast::<rxe_send_wqe>() };
     wqe.wr.wr_id = wr.wr_id;
     wqe.wr.opcode = op;
-    wqe.wr.send_flags = wr.send_flags;
+    // The value of an Atomic Write is inline data only as far as this
+    // provider is concerned; the WQE carries it in its own place.
+    wqe.wr.send_flags = if atomic_write {
+        wr.send_flags & !ibv_send_flags::IBV_SEND_INLINE
+    } else {
+        wr.send_flags
+    };
     wqe.wr.ex.invalidate_rkey = ex;
     wqe.iova = if is_atomic {
         atomic.remote_addr
@@ -134,7 +146,8 @@ pub(crate) unsafe fn write_send(
     match op {
         ibv_wr_opcode::IBV_WR_RDMA_WRITE
         | ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM
-        | ibv_wr_opcode::IBV_WR_RDMA_READ => {
+        | ibv_wr_opcode::IBV_WR_RDMA_READ
+        | ibv_wr_opcode::IBV_WR_ATOMIC_WRITE => {
             wqe.wr.wr.rdma = rxe_send_wr__bindgen_ty_2__bindgen_ty_1 {
                 remote_addr: rdma.remote_addr,
                 rkey: rdma.rkey,
@@ -188,7 +201,7 @@ pub(crate) unsafe fn write_send(
     }
     wqe.dma.length = length;
     wqe.dma.resid = length;
-    wqe.dma.num_sge = sg.len() as u32;
+    wqe.dma.num_sge = if atomic_write { 0 } else { sg.len() as u32 };
     wqe.ssn = ssn;
 
     // SAFETY: the tail fits the slot (checked); the sources are the caller's
