@@ -60,6 +60,12 @@ stock_xrc() { # the server fails at once, opening its domain, without librrxe
 	echo "$out"
 	grep -q "Couldn't Open the XRC Domain" <<<"$out"
 }
+only_gsi() {
+	local out
+	out=$(rdma resource show qp link rrxe0/1) || return 1
+	echo "$out"
+	! grep -v "type GSI" <<<"$out" | grep -q lqpn
+}
 pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both through librrxe
 	local name=$1 prog=$2 spid ok=1 g=-g
 	shift 2
@@ -88,6 +94,9 @@ else
 	check "ibv_xsrq_pingpong -n 100 -e (completion events) through librrxe" \
 		pp xsrqev ibv_xsrq_pingpong -n 100 -e -p 18808
 	check "the stock rxe provider cannot run ibv_xsrq_pingpong: it has no ibv_open_xrcd" stock_xrc
+	subtest "xrc_seed_verbs: the target's creator is killed, the process that opened it keeps receiving" \
+		env RDMAV_DRIVERS="$lib" "$here/xrc_seed_verbs" rrxe0 "$gid" "$LOG/xrc-domain"
+	check "... and no QP but the GSI QP is left on rrxe0 (rdma resource show qp)" only_gsi
 	# perftest over XRC: its default post path is the extended send API (ibv_wr_*,
 	# ibv_wr_set_xrc_srqn), --use_old_post_send takes ibv_post_send.
 	check "ib_send_bw -c XRC (ibv_wr_* API) through librrxe" pp xsbw ib_send_bw -c XRC -F -n 200 -p 18810

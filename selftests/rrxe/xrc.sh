@@ -31,6 +31,18 @@ rxe)
 	;;
 esac
 
+xsrq_client() {
+	local i out
+	for i in $(seq 60); do
+		out=$(RDMAV_DRIVERS=$lib timeout 300 ibv_xsrq_pingpong -d "$dev" -g "$gid" -n 100 \
+			-p 18820 "$RRXE_PEER_IP4" 2>&1) && { tail -n 3 <<<"$out"; return 0; }
+		grep -q "Couldn't connect" <<<"$out" || { echo "$out"; return 1; }
+		sleep 2
+	done
+	echo "$out"
+	return 1
+}
+
 tap_begin "XRC on $dev"
 check "$mod: $dev up (over eth0, else a veth pair)" \
 	device_up "$mod" "$dev"
@@ -41,6 +53,17 @@ if check "$dev has a RoCE v2 GID" test -n "${gid:-}"; then
 	# Two VMs (the peer runs xrc-peer.sh): a target outliving its creator receives from the
 	# peer's initiator; one skip unless RRXE_XRC_PEER (else RRXE_SRQ_PEER) is 1.
 	subtest "xrc_seed.py: the seed's scenario against side B" python3 "$here/xrc_seed.py" a
+	# libibverbs' XRC example, unmodified, through librrxe against side B's server (which
+	# starts once the seed is over: connection refusals are retried).
+	lib=$here/provider/librrxe
+	if [ "${RRXE_XRC_PEER:-${RRXE_SRQ_PEER:-}}" != 1 ]; then
+		skip "two VMs: ibv_xsrq_pingpong through librrxe" "RRXE_XRC_PEER is not 1"
+	elif [ ! -f "$lib-rdmav34.so" ]; then
+		skip "two VMs: ibv_xsrq_pingpong through librrxe" "no $lib-rdmav34.so"
+	else
+		check "two VMs: ibv_xsrq_pingpong -n 100 through librrxe, client of side B's server" \
+			xsrq_client
+	fi
 fi
 device_down
 tap_end
