@@ -92,6 +92,8 @@ grep -E '^test .* FAILED$' "$results/cargo-test.log" | sed 's/^/FAIL: /'
 echo "== lint"
 step "cargo clippy (host core and provider) is clean" "$results/clippy.log" \
 	cargo clippy --workspace --all-targets --color never -- -D warnings
+step "librrxe loads beside libibverbs' private ABI 34 and refuses another" "$results/provider-abi.log" \
+	scripts/provider.sh check-abi
 step "rustfmt: all Rust sources formatted (kernel .rustfmt.toml)" "$results/rustfmt.log" \
 	bash -c 'git ls-files "*.rs" | xargs rustfmt --check --edition 2021 --config-path .rustfmt.toml'
 

@@ -9,6 +9,8 @@
 #                                  devices for every application; rdma_rxe devices keep the
 #                                  stock rxe provider
 #   scripts/provider.sh uninstall  undo install
+#   scripts/provider.sh check-abi  show that it loads beside the installed libibverbs and
+#                                  refuses one of another private ABI (make check runs it)
 #
 # Installing it on the machine that runs make check changes which provider the guests, whose
 # root is the host's, use for every test: make check expects it not installed.
@@ -23,6 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
 
 build() {
 	cargo build --quiet --release -p rrxe-provider --manifest-path "$repo/Cargo.toml"
@@ -54,6 +57,37 @@ install)
 	install -m 0644 "$repo/providers/rrxe/rrxe.driver" "$conf/rrxe.driver"
 	echo "installed $dir/librrxe-rdmav34.so and $conf/rrxe.driver ($conf/rxe.driver diverted)"
 	;;
+check-abi)
+	# librrxe must load beside the libibverbs it was built for and refuse any other
+	# private ABI: a copy of the installed libibverbs whose version IBVERBS_PRIVATE_34 is
+	# renamed stands in for another rdma-core.
+	build
+	so=$repo/build/provider/librrxe-rdmav34.so
+	real=$(python3 -c 'import ctypes.util; print(ctypes.util.find_library("ibverbs"))')
+	real=$(ldconfig -p | awk -v n="$real" '$1 == n { print $NF; exit }')
+	fake=$(mktemp -d)
+	trap 'rm -rf "$fake"' EXIT
+	python3 - "$real" "$fake/${real##*/}" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+assert b.count(b"IBVERBS_PRIVATE_34") == 1, "libibverbs does not define IBVERBS_PRIVATE_34 once"
+open(sys.argv[2], "wb").write(b.replace(b"IBVERBS_PRIVATE_34", b"IBVERBS_PRIVATE_99"))
+PY
+	load='import ctypes, os, sys
+try:
+    ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW)
+    print("loaded")
+except OSError as e:
+    print("refused:", e)
+    sys.exit(1)'
+	echo "with $real:"
+	python3 -c "$load" "$so"
+	echo "with a libibverbs of another private ABI ($fake):"
+	if LD_LIBRARY_PATH=$fake python3 -c "$load" "$so"; then
+		echo "provider.sh: librrxe loaded against another private ABI" >&2
+		exit 1
+	fi
+	;;
 uninstall)
 	dir=$(provider_dir)
 	rm -f "$dir/librrxe-rdmav34.so" "$conf/rrxe.driver"
@@ -61,7 +95,7 @@ uninstall)
 	echo "removed librrxe; the stock rxe provider drives rrxe devices again"
 	;;
 *)
-	echo "usage: $0 build|install|uninstall" >&2
+	echo "usage: $0 build|install|uninstall|check-abi" >&2
 	exit 2
 	;;
 esac

@@ -8,7 +8,9 @@
 #    CPU time per MB: system, irq and softirq time (both ends poll their CQs in user space,
 #    so user time is polling; the driver's work is kernel time);
 #  - latency of 2-byte RDMA Write, Send and RDMA Read (average us);
-#  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message.
+#  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message;
+#  - the same on rrxe through librrxe, the project's provider, against rdma-core's rxe
+#    provider (BENCH_LIBRRXE=0 leaves it out).
 # With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
 #  - RDMA Write bandwidth from 2 B to 1 MiB, Send and RDMA Read at 4 KiB and 1 MiB (MB/s);
 #  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
@@ -176,17 +178,25 @@ if [ "${BENCH_SWEEP:-0}" = 1 ]; then
 	exit $rc
 fi
 
+# librrxe: rrxe again, perftest through the project's provider (RDMAV_DRIVERS) instead of
+# rdma-core's rxe provider, when the kselftest install has it (BENCH_LIBRRXE=0: not).
+lib=$(cd "$here" && pwd)/provider/librrxe
+mods="rrxe rdma_rxe"
+[ "${BENCH_LIBRRXE:-1}" = 1 ] && [ -f "$lib-rdmav34.so" ] && mods="rrxe librrxe rdma_rxe"
 for r in $(seq "$REPEAT"); do
-	for mod in rrxe rdma_rxe; do
-		bench_device "$mod" bv0 "$ADDR" || exit 1
+	for mod in $mods; do
+		kmod=${mod/librrxe/rrxe}
+		bench_device "$kmod" bv0 "$ADDR" || exit 1
 		echo "# round $r: $mod"
+		if [ "$mod" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
 		for op in write send read; do
 			perf "$mod,$op,bw" bw "ib_${op}_bw" -s 65536 -n "$BW_ITER"
 			perf "$mod,$op,lat" lat "ib_${op}_lat" -s 2 -n "$LAT_ITER"
 		done
 		perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
+		unset RDMAV_DRIVERS
 		rdma link delete "$dev"
-		rmmod "$mod"
+		rmmod "$kmod"
 	done
 done
 
@@ -207,4 +217,21 @@ row "  kernel CPU us/msg" "rate,cpu"
 row "  QP task runs/msg" "rate,runs"
 row "  QP timer arms/msg" "rate,arms"
 echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
+if [[ $mods == *librrxe* ]]; then
+	echo
+	echo "rrxe through librrxe (the project's provider) and through rdma-core's rxe provider"
+	printf '%-30s %22s %5s %22s %5s %8s\n' "" "librrxe" "" "rxe provider" "" "ratio"
+	lrow() { # LABEL KEY
+		printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "librrxe,$2")" "$(spread "librrxe,$2")" \
+			"$(stat "rrxe,$2")" "$(spread "rrxe,$2")" "$(ratio "librrxe,$2" "rrxe,$2")"
+	}
+	for op in write send read; do
+		lrow "ib_${op}_bw 64KiB MB/s" "$op,bw"
+	done
+	for op in write send read; do
+		lrow "ib_${op}_lat 2B us" "$op,lat"
+	done
+	lrow "ib_write_bw 64B kmsg/s" rate
+	lrow "  kernel CPU us/msg" "rate,cpu"
+fi
 exit $rc

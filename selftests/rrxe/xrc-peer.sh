@@ -23,7 +23,7 @@ check "IPv4 GID index found ($g4)" test -n "$g4"
 check "served side A's XRC seed to the end (bye, no error)" timeout "${XRC_PEER_WAIT:-3000}" \
 	python3 "$here/xrc_seed.py" peer rrxe0 "${g4:-0}" 4800
 # Then libibverbs' XRC example, unmodified, through librrxe: the server for xrc.sh's client.
-lib=$here/provider/librrxe
+lib=$(cd "$here" && pwd)/provider/librrxe
 if [ -f "$lib-rdmav34.so" ]; then
 	check "ibv_xsrq_pingpong server through librrxe, for side A's client" \
 		timeout 900 env RDMAV_DRIVERS="$lib" ibv_xsrq_pingpong -d rrxe0 -g "${g4:-0}" -n 100 -p 18820
