@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verbs_tap.h"
+
 #define SEND_MAX 2048
 #define RECV_DEPTH 64
 #define SLOTS 16
@@ -101,7 +103,6 @@ static struct conn_info peer;
 static int sock;
 static int64_t ev_mig, ev_mig_err;
 static double ev_mig_at;
-static int tap_n, tap_failed;
 
 static void die(const char *what)
 {
@@ -115,20 +116,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	tap_failed |= !ok;
 }
 
 static void v4_gid(const char *ip, union ibv_gid *gid)

@@ -32,26 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verbs_tap.h"
+
 #define PORT 1
 #define NRECV 8
 #define SLOT 4096
 #define DEADLINE_S 60
-
-static int tap_n, tap_failed;
-
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	tap_failed |= !ok;
-}
 
 static void die(const char *what)
 {

@@ -10,6 +10,7 @@
 
 use crate::abi::{self, ib_uverbs_wc, ibv_cq, ibv_cq_ex, ibv_wc, verbs_cq};
 use crate::lock::SpinLock;
+use crate::object::{self, Creating};
 use crate::ring::Ring;
 use crate::sys;
 use core::ffi::c_int;
@@ -67,14 +68,14 @@ const SUPPORTED_WC_FLAGS: u64 = {
         | IBV_WC_EX_WITH_DLID_PATH_BITS) as u64
 };
 
-fn new_cq() -> *mut Cq {
-    Box::into_raw(Box::new(Cq {
+fn new_cq() -> Creating<Cq> {
+    Creating::new(Cq {
         vcq: verbs_cq::default(),
         poll: SpinLock::new(Polling {
             ring: None,
             current: ptr::null(),
         }),
-    }))
+    })
 }
 
 fn map_cq_ring(fd: c_int, mi: &abi::mminfo) -> Result<Ring, c_int> {
@@ -86,29 +87,22 @@ fn map_cq_ring(fd: c_int, mi: &abi::mminfo) -> Result<Ring, c_int> {
     }
 }
 
-/// Maps a created CQ's ring, or destroys the CQ again.
+/// Maps a created CQ's ring, or destroys the kernel CQ again.
 ///
 /// # Safety
 ///
-/// `cq` must come from `new_cq`, with a kernel CQ just created for it whose
-/// ring `mi` describes.
-unsafe fn finish_create(cq: *mut Cq, fd: c_int, mi: &abi::mminfo) -> Result<(), c_int> {
-    match map_cq_ring(fd, mi) {
-        Ok(r) => {
-            // SAFETY: cq is ours until returned (caller's contract).
-            unsafe { (*cq).poll.get_mut().ring = Some(r) };
-            Ok(())
-        }
-        Err(e) => {
-            // SAFETY: the kernel CQ exists and nothing else refers to it.
-            unsafe {
-                abi::ibv_cmd_destroy_cq(ptr::addr_of_mut!((*cq).vcq.__bindgen_anon_1.cq));
-                drop(Box::from_raw(cq));
-            }
-            sys::set_errno(e);
-            Err(e)
-        }
-    }
+/// The kernel CQ of `cq` must just have been created, with `mi` describing
+/// its ring.
+unsafe fn finish_create(cq: &Creating<Cq>, fd: c_int, mi: &abi::mminfo) -> Result<(), c_int> {
+    let r = map_cq_ring(fd, mi).inspect_err(|_| {
+        // SAFETY: the kernel CQ exists and nothing else refers to it.
+        unsafe {
+            abi::ibv_cmd_destroy_cq(ptr::addr_of_mut!((*cq.as_ptr()).vcq.__bindgen_anon_1.cq))
+        };
+    })?;
+    // SAFETY: the CQ is ours until handed out.
+    unsafe { (*cq.as_ptr()).poll.get_mut().ring = Some(r) };
+    Ok(())
 }
 
 pub(crate) unsafe extern "C" fn create_cq(
@@ -119,16 +113,16 @@ pub(crate) unsafe extern "C" fn create_cq(
 ) -> *mut ibv_cq {
     let cq = new_cq();
     let mut resp = CreateCqResp::default();
-    // SAFETY: cq is a fresh allocation whose ibv_cq the call fills in; with
-    // no command buffer libibverbs builds the request itself; resp is the
-    // core response followed by rxe's.
+    // SAFETY: the CQ is fresh and the call fills in its ibv_cq; with no
+    // command buffer libibverbs builds the request itself; resp is the core
+    // response followed by rxe's.
     let ret = unsafe {
         abi::ibv_cmd_create_cq(
             context,
             cqe,
             channel,
             comp_vector,
-            ptr::addr_of_mut!((*cq).vcq.__bindgen_anon_1.cq),
+            ptr::addr_of_mut!((*cq.as_ptr()).vcq.__bindgen_anon_1.cq),
             ptr::null_mut(),
             0,
             &mut resp.ibv_resp,
@@ -136,17 +130,14 @@ pub(crate) unsafe extern "C" fn create_cq(
         )
     };
     if ret != 0 {
-        // SAFETY: cq came from new_cq and was not handed out.
-        drop(unsafe { Box::from_raw(cq) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
     // SAFETY: context is valid; the CQ was created with resp.
-    match unsafe { finish_create(cq, (*context).cmd_fd, &resp.mi) } {
-        // SAFETY: cq is valid and now the application's.
-        Ok(()) => unsafe { ptr::addr_of_mut!((*cq).vcq.__bindgen_anon_1.cq) },
-        Err(_) => ptr::null_mut(),
+    if let Err(e) = unsafe { finish_create(&cq, (*context).cmd_fd, &resp.mi) } {
+        return object::fail(e);
     }
+    // ibv_cq is at offset 0 (verbs_cq's union, the Cq's first field).
+    cq.hand_out().cast::<ibv_cq>()
 }
 
 pub(crate) unsafe extern "C" fn create_cq_ex(
@@ -156,8 +147,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     // SAFETY: libibverbs passes the application's valid attributes.
     let a = unsafe { &*attr };
     if a.wc_flags & !SUPPORTED_WC_FLAGS != 0 {
-        sys::set_errno(sys::EOPNOTSUPP);
-        return ptr::null_mut();
+        return object::fail(sys::EOPNOTSUPP);
     }
     let cq = new_cq();
     let mut resp = CreateCqExResp::default();
@@ -166,7 +156,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         abi::ibv_cmd_create_cq_ex(
             context,
             attr,
-            ptr::addr_of_mut!((*cq).vcq),
+            ptr::addr_of_mut!((*cq.as_ptr()).vcq),
             ptr::null_mut(),
             0,
             &mut resp.ibv_resp,
@@ -175,16 +165,14 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         )
     };
     if ret != 0 {
-        // SAFETY: cq came from new_cq and was not handed out.
-        drop(unsafe { Box::from_raw(cq) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
     // SAFETY: context is valid; the CQ was created with resp.
-    if unsafe { finish_create(cq, (*context).cmd_fd, &resp.mi) }.is_err() {
-        return ptr::null_mut();
+    if let Err(e) = unsafe { finish_create(&cq, (*context).cmd_fd, &resp.mi) } {
+        return object::fail(e);
     }
-    // SAFETY: cq is valid and not yet the application's.
+    let cq = cq.hand_out();
+    // SAFETY: the CQ is valid, and the application gets it only on return.
     let ex = unsafe { &mut (*cq).vcq.__bindgen_anon_1.cq_ex };
     ex.start_poll = Some(start_poll);
     ex.next_poll = Some(next_poll);
@@ -219,14 +207,9 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
 }
 
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
-    // SAFETY: ibcq is one create_cq made.
-    let ret = unsafe { abi::ibv_cmd_destroy_cq(ibcq) };
-    if ret == 0 {
-        // SAFETY: ibv_cq is at offset 0 of the leaked Box<Cq>; the kernel CQ
-        // is gone and the application may not use it. Dropping unmaps.
-        drop(unsafe { Box::from_raw(ibcq.cast::<Cq>()) });
-    }
-    ret
+    // SAFETY: ibcq is one create_cq handed out, at offset 0 of its Cq.
+    // Freeing the Cq unmaps the ring.
+    unsafe { object::free_if_destroyed(ibcq.cast::<Cq>(), abi::ibv_cmd_destroy_cq(ibcq)) }
 }
 
 fn cq_of<'a>(ibcq: *mut ibv_cq) -> &'a Cq {

@@ -11,8 +11,10 @@
 //! - `device`: registration with libibverbs, device matching, contexts and
 //!   the table of verbs;
 //! - `pd`, `cq`, `qp`, `srq`, `ah`, `xrcd`: one object each, the verbs on it;
-//! - `wqe`: building work-queue elements from work requests;
-//! - `ring`, `sys`, `abi`: the mapped rings, system calls and the generated
+//! - `wr`: the extended send API's batches; `wqe`: building work-queue
+//!   elements from work requests;
+//! - `object`, `ring`, `lock`, `sys`, `abi`: object lifetimes, the mapped rings,
+//!   the spin lock of the extended APIs, system calls and the generated
 //!   C declarations. `unsafe` lives at the C boundary (entry points taking
 //!   libibverbs' pointers, the rings, system calls), each block with its
 //!   `SAFETY` argument.
@@ -22,6 +24,7 @@ mod ah;
 mod cq;
 mod device;
 mod lock;
+mod object;
 mod pd;
 mod qp;
 mod ring;

@@ -4,20 +4,19 @@
 //! None of them carries driver data; the kernel does the work.
 
 use crate::abi::{self, ibv_mr, ibv_mw, ibv_pd, verbs_mr};
-use crate::sys;
+use crate::object::{self, Creating};
 use core::ffi::{c_int, c_void};
-use core::ptr;
 
 pub(crate) unsafe extern "C" fn alloc_pd(context: *mut abi::ibv_context) -> *mut ibv_pd {
-    let pd = Box::into_raw(Box::<ibv_pd>::default());
+    let pd = Creating::new(ibv_pd::default());
     let mut cmd = abi::ibv_alloc_pd::default();
     let mut resp = abi::ib_uverbs_alloc_pd_resp::default();
-    // SAFETY: pd is a fresh allocation the call fills in; cmd and resp are
+    // SAFETY: the PD is fresh and the call fills it in; cmd and resp are
     // valid for their sizes.
     let ret = unsafe {
         abi::ibv_cmd_alloc_pd(
             context,
-            pd,
+            pd.as_ptr(),
             &mut cmd,
             size_of_val(&cmd),
             &mut resp,
@@ -25,22 +24,14 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut abi::ibv_context) -> *mut
         )
     };
     if ret != 0 {
-        // SAFETY: pd came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(pd) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    pd
+    pd.hand_out()
 }
 
 pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    // SAFETY: pd is one alloc_pd returned.
-    let ret = unsafe { abi::ibv_cmd_dealloc_pd(pd) };
-    if ret == 0 {
-        // SAFETY: the kernel object is gone; the application may not use pd.
-        drop(unsafe { Box::from_raw(pd) });
-    }
-    ret
+    // SAFETY: pd is one alloc_pd handed out.
+    unsafe { object::free_if_destroyed(pd, abi::ibv_cmd_dealloc_pd(pd)) }
 }
 
 pub(crate) unsafe extern "C" fn reg_mr(
@@ -50,10 +41,10 @@ pub(crate) unsafe extern "C" fn reg_mr(
     hca_va: u64,
     access: c_int,
 ) -> *mut ibv_mr {
-    let vmr = Box::into_raw(Box::<verbs_mr>::default());
+    let vmr = Creating::new(verbs_mr::default());
     let mut cmd = abi::ibv_reg_mr::default();
     let mut resp = abi::ib_uverbs_reg_mr_resp::default();
-    // SAFETY: vmr is a fresh allocation the call fills in; the range is the
+    // SAFETY: the MR is fresh and the call fills it in; the range is the
     // application's, checked and pinned by the kernel.
     let ret = unsafe {
         abi::ibv_cmd_reg_mr(
@@ -62,7 +53,7 @@ pub(crate) unsafe extern "C" fn reg_mr(
             length,
             hca_va,
             access,
-            vmr,
+            vmr.as_ptr(),
             &mut cmd,
             size_of_val(&cmd),
             &mut resp,
@@ -70,30 +61,22 @@ pub(crate) unsafe extern "C" fn reg_mr(
         )
     };
     if ret != 0 {
-        // SAFETY: vmr came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(vmr) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    // SAFETY: vmr is valid; ibv_mr is its first member.
-    unsafe { ptr::addr_of_mut!((*vmr).ibv_mr) }
+    // ibv_mr is the first member: libibverbs hands back the verbs_mr.
+    vmr.hand_out().cast::<ibv_mr>()
 }
 
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    // SAFETY: vmr is one reg_mr made.
-    let ret = unsafe { abi::ibv_cmd_dereg_mr(vmr) };
-    if ret == 0 {
-        // SAFETY: deregistered; the application may not use it any more.
-        drop(unsafe { Box::from_raw(vmr) });
-    }
-    ret
+    // SAFETY: vmr is one reg_mr handed out.
+    unsafe { object::free_if_destroyed(vmr, abi::ibv_cmd_dereg_mr(vmr)) }
 }
 
 pub(crate) unsafe extern "C" fn alloc_mw(
     pd: *mut ibv_pd,
     type_: abi::ibv_mw_type::Type,
 ) -> *mut ibv_mw {
-    let mw = Box::into_raw(Box::<ibv_mw>::default());
+    let mw = Creating::new(ibv_mw::default());
     let mut cmd = abi::ibv_alloc_mw::default();
     let mut resp = abi::ib_uverbs_alloc_mw_resp::default();
     // SAFETY: as in alloc_pd.
@@ -101,7 +84,7 @@ pub(crate) unsafe extern "C" fn alloc_mw(
         abi::ibv_cmd_alloc_mw(
             pd,
             type_,
-            mw,
+            mw.as_ptr(),
             &mut cmd,
             size_of_val(&cmd),
             &mut resp,
@@ -109,20 +92,12 @@ pub(crate) unsafe extern "C" fn alloc_mw(
         )
     };
     if ret != 0 {
-        // SAFETY: mw came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(mw) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    mw
+    mw.hand_out()
 }
 
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    // SAFETY: mw is one alloc_mw made.
-    let ret = unsafe { abi::ibv_cmd_dealloc_mw(mw) };
-    if ret == 0 {
-        // SAFETY: the window is gone; the application may not use mw.
-        drop(unsafe { Box::from_raw(mw) });
-    }
-    ret
+    // SAFETY: mw is one alloc_mw handed out.
+    unsafe { object::free_if_destroyed(mw, abi::ibv_cmd_dealloc_mw(mw)) }
 }

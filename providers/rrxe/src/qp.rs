@@ -5,6 +5,7 @@
 //! ring when a request needs a receive WQE.
 
 use crate::abi::{self, ibv_qp, ibv_recv_wr, ibv_send_wr, verbs_qp};
+use crate::object::{self, Creating};
 use crate::ring::Ring;
 use crate::sys;
 use crate::wqe::{self, SendLimits};
@@ -88,51 +89,54 @@ fn creatable(qp_type: abi::ibv_qp_type::Type) -> bool {
     )
 }
 
-fn new_qp() -> *mut Qp {
-    Box::into_raw(Box::new(Qp {
+fn new_qp() -> Creating<Qp> {
+    Creating::new(Qp {
         vqp: verbs_qp::default(),
         sq: Mutex::new(None),
         rq: Mutex::new(None),
         batch: Mutex::new(wr::Batch::default()),
-    }))
+    })
 }
 
-/// Completes a QP the kernel created: maps its rings, or destroys it again
-/// if they cannot be mapped.
+/// Completes a QP the kernel created: maps its rings and hands it out, or
+/// destroys it again if they cannot be mapped.
 ///
 /// # Safety
 ///
-/// `qp` must come from `new_qp`, its ibv_qp filled in by a successful create
+/// The ibv_qp of `qp` must have been filled in by a successful create
 /// command whose rxe response is `drv`, with the granted capabilities in
 /// `caps`.
 unsafe fn finish_create(
-    qp: *mut Qp,
+    qp: Creating<Qp>,
     fd: c_int,
     srq: bool,
     caps: &abi::ibv_qp_cap,
     drv: &abi::rxe_create_qp_resp,
 ) -> *mut ibv_qp {
-    // SAFETY: qp is ours until returned (caller's contract).
-    let ibqp = unsafe { ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp) };
-    // SAFETY: ibqp was filled in by the create command.
+    // SAFETY: the QP is ours until handed out; the create command filled in
+    // its ibv_qp.
+    let ibqp = unsafe { ptr::addr_of_mut!((*qp.as_ptr()).vqp.__bindgen_anon_1.qp) };
+    // SAFETY: as above.
     let qp_type = unsafe { (*ibqp).qp_type };
     match map_rings(fd, qp_type, srq, caps, drv) {
         Ok((sq, rq)) => {
-            // SAFETY: qp is ours until returned.
+            // SAFETY: the QP is ours until handed out.
             unsafe {
-                *(*qp).sq.get_mut().unwrap_or_else(|e| e.into_inner()) = sq;
-                *(*qp).rq.get_mut().unwrap_or_else(|e| e.into_inner()) = rq;
+                *(*qp.as_ptr())
+                    .sq
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner()) = sq;
+                *(*qp.as_ptr())
+                    .rq
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner()) = rq;
             }
-            ibqp
+            qp.hand_out().cast::<ibv_qp>()
         }
         Err(e) => {
             // SAFETY: the kernel QP exists and nothing else refers to it.
-            unsafe {
-                abi::ibv_cmd_destroy_qp(ibqp);
-                drop(Box::from_raw(qp));
-            }
-            sys::set_errno(e);
-            ptr::null_mut()
+            unsafe { abi::ibv_cmd_destroy_qp(ibqp) };
+            object::fail(e)
         }
     }
 }
@@ -145,8 +149,7 @@ pub(crate) unsafe extern "C" fn create_qp(
     let a = unsafe { &mut *attr };
     if !creatable(a.qp_type) || a.qp_type == abi::ibv_qp_type::IBV_QPT_XRC_RECV {
         // An XRC target needs a domain, which only ibv_create_qp_ex names.
-        sys::set_errno(sys::EOPNOTSUPP);
-        return ptr::null_mut();
+        return object::fail(sys::EOPNOTSUPP);
     }
     let qp = new_qp();
     let mut cmd = abi::ibv_create_qp::default();
@@ -156,7 +159,7 @@ pub(crate) unsafe extern "C" fn create_qp(
     let ret = unsafe {
         abi::ibv_cmd_create_qp(
             pd,
-            ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp),
+            ptr::addr_of_mut!((*qp.as_ptr()).vqp.__bindgen_anon_1.qp),
             attr,
             &mut cmd,
             size_of_val(&cmd),
@@ -165,10 +168,7 @@ pub(crate) unsafe extern "C" fn create_qp(
         )
     };
     if ret != 0 {
-        // SAFETY: qp came from new_qp and was not handed out.
-        drop(unsafe { Box::from_raw(qp) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
     // SAFETY: pd is valid; its context is the device context. The QP was
     // created with resp as its response.
@@ -218,8 +218,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         || !creatable(a.qp_type)
         || ops.is_some_and(|o| !wr::supported(a.qp_type, o))
     {
-        sys::set_errno(sys::EOPNOTSUPP);
-        return ptr::null_mut();
+        return object::fail(sys::EOPNOTSUPP);
     }
     let qp = new_qp();
     let mut cmd = abi::ibv_create_qp_ex::default();
@@ -229,7 +228,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     let ret = unsafe {
         abi::ibv_cmd_create_qp_ex2(
             context,
-            ptr::addr_of_mut!((*qp).vqp),
+            ptr::addr_of_mut!((*qp.as_ptr()).vqp),
             attr,
             &mut cmd,
             size_of_val(&cmd),
@@ -238,17 +237,14 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         )
     };
     if ret != 0 {
-        // SAFETY: qp came from new_qp and was not handed out.
-        drop(unsafe { Box::from_raw(qp) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
     if ops.is_some() {
-        // SAFETY: qp is ours until returned; the ibv_qp_ex shares the QP's
-        // first bytes (verbs_qp's union).
+        // SAFETY: the QP is ours until handed out; the ibv_qp_ex shares the
+        // QP's first bytes (verbs_qp's union).
         unsafe {
-            (*qp).vqp.comp_mask |= abi::verbs_qp_mask::VERBS_QP_EX;
-            wr::install(&mut (*qp).vqp.__bindgen_anon_1.qp_ex);
+            (*qp.as_ptr()).vqp.comp_mask |= abi::verbs_qp_mask::VERBS_QP_EX;
+            wr::install(&mut (*qp.as_ptr()).vqp.__bindgen_anon_1.qp_ex);
         }
     }
     // SAFETY: context is valid; the QP was created with resp as its response.
@@ -269,7 +265,7 @@ pub(crate) unsafe extern "C" fn open_qp(
     let ret = unsafe {
         abi::ibv_cmd_open_qp(
             context,
-            ptr::addr_of_mut!((*qp).vqp),
+            ptr::addr_of_mut!((*qp.as_ptr()).vqp),
             size_of::<verbs_qp>() as c_int,
             attr,
             &mut cmd,
@@ -279,13 +275,10 @@ pub(crate) unsafe extern "C" fn open_qp(
         )
     };
     if ret != 0 {
-        // SAFETY: qp came from new_qp and was not handed out.
-        drop(unsafe { Box::from_raw(qp) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    // SAFETY: qp is valid; its ibv_qp is the first member.
-    unsafe { ptr::addr_of_mut!((*qp).vqp.__bindgen_anon_1.qp) }
+    // ibv_qp is at offset 0 (verbs_qp's union, the Qp's first field).
+    qp.hand_out().cast::<ibv_qp>()
 }
 
 type Rings = (Option<SendQueue>, Option<RecvQueue>);
@@ -322,14 +315,9 @@ fn map_rings(
 }
 
 pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
-    // SAFETY: ibqp is one create_qp made.
-    let ret = unsafe { abi::ibv_cmd_destroy_qp(ibqp) };
-    if ret == 0 {
-        // SAFETY: ibv_qp is at offset 0 of the leaked Box<Qp>; the kernel QP
-        // is gone. Dropping unmaps the rings.
-        drop(unsafe { Box::from_raw(ibqp.cast::<Qp>()) });
-    }
-    ret
+    // SAFETY: ibqp is one this provider handed out, at offset 0 of its Qp.
+    // Freeing the Qp unmaps the rings.
+    unsafe { object::free_if_destroyed(ibqp.cast::<Qp>(), abi::ibv_cmd_destroy_qp(ibqp)) }
 }
 
 pub(crate) unsafe extern "C" fn modify_qp(

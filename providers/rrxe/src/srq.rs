@@ -3,6 +3,7 @@
 //! Shared receive queues: a receive ring several QPs take WQEs from.
 
 use crate::abi::{self, ibv_recv_wr, ibv_srq, verbs_srq};
+use crate::object::{self, Creating};
 use crate::qp::RecvQueue;
 use crate::ring::Ring;
 use crate::sys;
@@ -27,30 +28,31 @@ struct CreateSrqResp {
 }
 
 fn srq_of<'a>(ibsrq: *mut ibv_srq) -> &'a Srq {
-    // SAFETY: every SRQ libibverbs hands us was made by create_srq, and
-    // ibv_srq is at offset 0 of the leaked Box<Srq>; it lives until
-    // destroy_srq.
+    // SAFETY: every SRQ libibverbs hands us was made here, with ibv_srq at
+    // offset 0 of its Srq, which lives until destroy_srq.
     unsafe { &*ibsrq.cast::<Srq>() }
+}
+
+fn new_srq() -> Creating<Srq> {
+    Creating::new(Srq {
+        vsrq: verbs_srq::default(),
+        rq: Mutex::new(None),
+    })
 }
 
 pub(crate) unsafe extern "C" fn create_srq(
     pd: *mut abi::ibv_pd,
     attr: *mut abi::ibv_srq_init_attr,
 ) -> *mut ibv_srq {
-    let srq = Box::into_raw(Box::new(Srq {
-        vsrq: verbs_srq::default(),
-        rq: Mutex::new(None),
-    }));
-    // SAFETY: srq is ours until returned.
-    let ibsrq = unsafe { ptr::addr_of_mut!((*srq).vsrq.srq) };
+    let srq = new_srq();
     let mut cmd = abi::ibv_create_srq::default();
     let mut resp = CreateSrqResp::default();
-    // SAFETY: ibsrq is fresh; the call fills it in and writes the granted
-    // sizes back into attr; cmd and resp are valid.
+    // SAFETY: the SRQ is fresh; the call fills in its ibv_srq and writes the
+    // granted sizes back into attr; cmd and resp are valid.
     let ret = unsafe {
         abi::ibv_cmd_create_srq(
             pd,
-            ibsrq,
+            ptr::addr_of_mut!((*srq.as_ptr()).vsrq.srq),
             attr,
             &mut cmd,
             size_of_val(&cmd),
@@ -59,13 +61,9 @@ pub(crate) unsafe extern "C" fn create_srq(
         )
     };
     if ret != 0 {
-        // SAFETY: srq came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(srq) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    // SAFETY: pd and attr are valid; srq was created with resp as its
-    // response.
+    // SAFETY: pd and attr are valid; the SRQ was created with resp.
     unsafe { finish_create(srq, (*(*pd).context).cmd_fd, (*attr).attr.max_sge, &resp) }
 }
 
@@ -91,13 +89,9 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
     };
     if a.comp_mask & !known != 0 || !matches!(srq_type, IBV_SRQT_BASIC | IBV_SRQT_XRC) {
         // Tag matching SRQs do not exist on rrxe.
-        sys::set_errno(sys::EOPNOTSUPP);
-        return ptr::null_mut();
+        return object::fail(sys::EOPNOTSUPP);
     }
-    let srq = Box::into_raw(Box::new(Srq {
-        vsrq: verbs_srq::default(),
-        rq: Mutex::new(None),
-    }));
+    let srq = new_srq();
     let mut cmd = abi::ibv_create_xsrq::default();
     let mut resp = CreateSrqResp::default();
     // SAFETY: the SRQ is fresh; libibverbs fills in the verbs_srq (type,
@@ -105,7 +99,7 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
     let ret = unsafe {
         abi::ibv_cmd_create_srq_ex(
             context,
-            ptr::addr_of_mut!((*srq).vsrq),
+            ptr::addr_of_mut!((*srq.as_ptr()).vsrq),
             attr,
             &mut cmd,
             size_of_val(&cmd),
@@ -114,61 +108,51 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
         )
     };
     if ret != 0 {
-        // SAFETY: srq came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(srq) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    // SAFETY: context is valid; srq was created with resp as its response.
+    // SAFETY: context is valid; the SRQ was created with resp.
     unsafe { finish_create(srq, (*context).cmd_fd, a.attr.max_sge, &resp) }
 }
 
-/// Maps a created SRQ's ring, or destroys the SRQ again.
+/// Maps a created SRQ's ring and hands the SRQ out, or destroys it again.
 ///
 /// # Safety
 ///
-/// `srq` must be a fresh Srq whose verbs_srq a successful create command
-/// filled in, with `resp` as its response.
+/// A successful create command with `resp` as its response must have filled
+/// in the verbs_srq of `srq`.
 unsafe fn finish_create(
-    srq: *mut Srq,
+    srq: Creating<Srq>,
     fd: c_int,
     max_sge: u32,
     resp: &CreateSrqResp,
 ) -> *mut ibv_srq {
-    // SAFETY: srq is ours until returned (caller's contract).
-    let ibsrq = unsafe { ptr::addr_of_mut!((*srq).vsrq.srq) };
     match Ring::map(fd, &resp.drv.mi) {
         Ok(ring) => {
-            // SAFETY: as above. The core's number (libibverbs stores it for
-            // XRC SRQs) and the driver's are the same; the driver's is there
-            // for basic SRQs too.
+            // SAFETY: the SRQ is ours until handed out. The core's number
+            // (libibverbs stores it for XRC SRQs) and the driver's are the
+            // same; the driver's is there for basic SRQs too.
             unsafe {
-                (*srq).vsrq.srq_num = resp.drv.srq_num;
-                *(*srq).rq.get_mut().unwrap_or_else(|e| e.into_inner()) =
-                    Some(RecvQueue { ring, max_sge });
+                (*srq.as_ptr()).vsrq.srq_num = resp.drv.srq_num;
+                *(*srq.as_ptr())
+                    .rq
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(RecvQueue { ring, max_sge });
             }
-            ibsrq
+            // ibv_srq is at offset 0 (verbs_srq's, the Srq's first field).
+            srq.hand_out().cast::<ibv_srq>()
         }
         Err(e) => {
             // SAFETY: the kernel SRQ exists and nothing else refers to it.
-            unsafe {
-                abi::ibv_cmd_destroy_srq(ibsrq);
-                drop(Box::from_raw(srq));
-            }
-            sys::set_errno(e);
-            ptr::null_mut()
+            unsafe { abi::ibv_cmd_destroy_srq(ptr::addr_of_mut!((*srq.as_ptr()).vsrq.srq)) };
+            object::fail(e)
         }
     }
 }
 
 pub(crate) unsafe extern "C" fn destroy_srq(ibsrq: *mut ibv_srq) -> c_int {
-    // SAFETY: ibsrq is one create_srq made.
-    let ret = unsafe { abi::ibv_cmd_destroy_srq(ibsrq) };
-    if ret == 0 {
-        // SAFETY: as in srq_of; the kernel SRQ is gone. Dropping unmaps.
-        drop(unsafe { Box::from_raw(ibsrq.cast::<Srq>()) });
-    }
-    ret
+    // SAFETY: ibsrq is one this provider handed out, at offset 0 of its Srq.
+    // Freeing the Srq unmaps the ring.
+    unsafe { object::free_if_destroyed(ibsrq.cast::<Srq>(), abi::ibv_cmd_destroy_srq(ibsrq)) }
 }
 
 /// Changes the limit or the size. A new size gets a new ring from the

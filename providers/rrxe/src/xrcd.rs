@@ -5,24 +5,23 @@
 //! process that opens the same file; the kernel keeps that table.
 
 use crate::abi::{self, ibv_xrcd, verbs_xrcd};
-use crate::sys;
+use crate::object::{self, Creating};
 use core::ffi::c_int;
 use core::mem::size_of;
-use core::ptr;
 
 pub(crate) unsafe extern "C" fn open_xrcd(
     context: *mut abi::ibv_context,
     attr: *mut abi::ibv_xrcd_init_attr,
 ) -> *mut ibv_xrcd {
-    let xrcd = Box::into_raw(Box::<verbs_xrcd>::default());
+    let xrcd = Creating::new(verbs_xrcd::default());
     let mut cmd = abi::ibv_open_xrcd::default();
     let mut resp = abi::ib_uverbs_open_xrcd_resp::default();
-    // SAFETY: xrcd is a fresh allocation the call fills in (handle and
+    // SAFETY: the domain is fresh and the call fills it in (handle and
     // context); attr is the application's; cmd and resp are valid.
     let ret = unsafe {
         abi::ibv_cmd_open_xrcd(
             context,
-            xrcd,
+            xrcd.as_ptr(),
             size_of::<verbs_xrcd>() as c_int,
             attr,
             &mut cmd,
@@ -32,23 +31,15 @@ pub(crate) unsafe extern "C" fn open_xrcd(
         )
     };
     if ret != 0 {
-        // SAFETY: xrcd came from Box::into_raw above and was not handed out.
-        drop(unsafe { Box::from_raw(xrcd) });
-        sys::set_errno(ret);
-        return ptr::null_mut();
+        return object::fail(ret);
     }
-    // SAFETY: xrcd is valid; its ibv_xrcd is the first member.
-    unsafe { ptr::addr_of_mut!((*xrcd).xrcd) }
+    // ibv_xrcd is the first member: libibverbs hands back the verbs_xrcd.
+    xrcd.hand_out().cast::<ibv_xrcd>()
 }
 
 pub(crate) unsafe extern "C" fn close_xrcd(ibxrcd: *mut ibv_xrcd) -> c_int {
     let xrcd = ibxrcd.cast::<verbs_xrcd>();
-    // SAFETY: ibxrcd is one open_xrcd made, the first member of a verbs_xrcd.
-    let ret = unsafe { abi::ibv_cmd_close_xrcd(xrcd) };
-    if ret == 0 {
-        // SAFETY: this process's handle is closed; the application may not
-        // use it any more.
-        drop(unsafe { Box::from_raw(xrcd) });
-    }
-    ret
+    // SAFETY: ibxrcd is one open_xrcd handed out, the first member of its
+    // verbs_xrcd.
+    unsafe { object::free_if_destroyed(xrcd, abi::ibv_cmd_close_xrcd(xrcd)) }
 }
