@@ -10,6 +10,8 @@
 //! as a setter returns) and `wr_complete` posts it through the same checks
 //! and WQE writer as `ibv_post_send`, all or nothing: a request refused
 //! anywhere in the batch (a bad setter, no room in the ring) posts none.
+//! The batch's requests and their buffers are kept from one batch to the
+//! next, so a QP in steady use posts without allocating.
 
 use crate::abi::{self, ibv_qp_ex, ibv_send_wr, ibv_sge};
 use crate::qp::{self, Qp};
@@ -22,15 +24,64 @@ struct Pending {
     wr: ibv_send_wr,
     sges: Vec<ibv_sge>,
     /// Inline data, copied when set; posted as one SGE over this buffer.
-    inline: Option<Vec<u8>>,
+    inline: Vec<u8>,
+    is_inline: bool,
 }
 
-/// The requests between `wr_start` and `wr_complete`, and the first error a
-/// builder or setter met (reported by `wr_complete`).
+/// The requests between `wr_start` and `wr_complete` (the first `n` of
+/// `wrs`; those after them are kept for their buffers), and the first error
+/// a builder or setter met (reported by `wr_complete`).
 #[derive(Default)]
 pub(crate) struct Batch {
     wrs: Vec<Pending>,
+    n: usize,
     err: c_int,
+}
+
+impl Batch {
+    fn reset(&mut self) {
+        self.n = 0;
+        self.err = 0;
+    }
+
+    /// Starts the next request, reusing a kept one's buffers.
+    fn push(&mut self, wr: ibv_send_wr) {
+        if let Some(p) = self.wrs.get_mut(self.n) {
+            p.wr = wr;
+            p.sges.clear();
+            p.inline.clear();
+            p.is_inline = false;
+        } else {
+            self.wrs.push(Pending {
+                wr,
+                sges: Vec::new(),
+                inline: Vec::new(),
+                is_inline: false,
+            });
+        }
+        self.n += 1;
+    }
+
+    fn last(&mut self) -> Option<&mut Pending> {
+        self.wrs[..self.n].last_mut()
+    }
+}
+
+impl Pending {
+    /// Makes `bufs`, copied, the request's inline data.
+    fn set_inline(&mut self, bufs: &[(*const u8, usize)]) {
+        self.sges.clear();
+        self.inline.clear();
+        self.is_inline = true;
+        for &(addr, len) in bufs {
+            if len > 0 {
+                // SAFETY: the application's buffer of len bytes, valid for
+                // the call (the setters check for NULL).
+                self.inline
+                    .extend_from_slice(unsafe { core::slice::from_raw_parts(addr, len) });
+            }
+        }
+    }
 }
 
 /// Which `IBV_QP_EX_WITH_*` operations each QP type accepts: those its
@@ -110,22 +161,19 @@ fn begin(ex: *mut ibv_qp_ex, opcode: abi::ibv_wr_opcode::Type, f: impl FnOnce(&m
         ..Default::default()
     };
     f(&mut wr);
-    let mut b = qp::lock(&qp_of(ex).batch);
-    b.wrs.push(Pending {
-        wr,
-        sges: Vec::new(),
-        inline: None,
-    });
+    qp::lock(&qp_of(ex).batch).push(wr);
 }
 
 /// Applies a setter to the last request; without one the batch fails.
 fn last(ex: *mut ibv_qp_ex, f: impl FnOnce(&mut Pending)) {
-    let mut guard = qp::lock(&qp_of(ex).batch);
-    let b = &mut *guard;
-    match b.wrs.last_mut() {
+    let mut b = qp::lock(&qp_of(ex).batch);
+    match b.last() {
         Some(p) => f(p),
-        None if b.err == 0 => b.err = sys::EINVAL,
-        None => {}
+        None => {
+            if b.err == 0 {
+                b.err = sys::EINVAL;
+            }
+        }
     }
 }
 
@@ -137,35 +185,34 @@ fn fail(ex: *mut ibv_qp_ex, err: c_int) {
 }
 
 unsafe extern "C" fn wr_start(ex: *mut ibv_qp_ex) {
-    let mut b = qp::lock(&qp_of(ex).batch);
-    b.wrs.clear();
-    b.err = 0;
+    qp::lock(&qp_of(ex).batch).reset();
 }
 
 unsafe extern "C" fn wr_abort(ex: *mut ibv_qp_ex) {
-    let mut b = qp::lock(&qp_of(ex).batch);
-    b.wrs.clear();
-    b.err = 0;
+    qp::lock(&qp_of(ex).batch).reset();
 }
 
 unsafe extern "C" fn wr_complete(ex: *mut ibv_qp_ex) -> c_int {
     let qp = qp_of(ex);
-    let mut batch = core::mem::take(&mut *qp::lock(&qp.batch));
-    if batch.err != 0 {
-        return batch.err;
+    // Held while posting (then the send queue's lock is taken: always in
+    // that order), so the batch's buffers stay put.
+    let mut b = qp::lock(&qp.batch);
+    let (n, err) = (b.n, b.err);
+    b.reset();
+    if err != 0 || n == 0 {
+        return err;
     }
-    if batch.wrs.is_empty() {
-        return 0;
-    }
+    let wrs = &mut b.wrs[..n];
     // Point each request at its own scatter list or inline copy, then chain
-    // them; the vectors do not move from here on.
-    for p in &mut batch.wrs {
-        if let Some(data) = p.inline.as_ref() {
-            p.sges = vec![ibv_sge {
-                addr: data.as_ptr() as u64,
-                length: data.len() as u32,
+    // them.
+    for p in wrs.iter_mut() {
+        if p.is_inline {
+            p.sges.clear();
+            p.sges.push(ibv_sge {
+                addr: p.inline.as_ptr() as u64,
+                length: p.inline.len() as u32,
                 lkey: 0,
-            }];
+            });
             p.wr.send_flags |= abi::ibv_send_flags::IBV_SEND_INLINE;
         }
         p.wr.num_sge = p.sges.len() as c_int;
@@ -176,13 +223,13 @@ unsafe extern "C" fn wr_complete(ex: *mut ibv_qp_ex) -> c_int {
         };
         p.wr.next = ptr::null_mut();
     }
-    let base = batch.wrs.as_mut_ptr();
-    for i in 1..batch.wrs.len() {
-        // SAFETY: i - 1 and i are in bounds of the batch, which is not
-        // touched otherwise until the post returns.
+    let base = wrs.as_mut_ptr();
+    for i in 1..n {
+        // SAFETY: i - 1 and i are within the batch, which nothing else
+        // touches while its lock is held.
         unsafe { (*base.add(i - 1)).wr.next = ptr::addr_of_mut!((*base.add(i)).wr) };
     }
-    // SAFETY: base points at the batch's first request (it is not empty).
+    // SAFETY: base points at the batch's first request (n > 0).
     let head = unsafe { ptr::addr_of_mut!((*base).wr) };
     match qp::post_chain(qp, head, true) {
         Ok(()) => 0,
@@ -312,14 +359,13 @@ unsafe extern "C" fn wr_atomic_write(
         fail(ex, sys::EINVAL);
         return;
     }
-    let data = copy_bufs(&[(value.cast::<u8>(), 8)]);
     begin(ex, abi::ibv_wr_opcode::IBV_WR_ATOMIC_WRITE, |wr| {
         wr.wr.rdma = abi::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
             remote_addr: addr,
             rkey,
         };
     });
-    last(ex, |p| p.inline = Some(data));
+    last(ex, |p| p.set_inline(&[(value.cast::<u8>(), 8)]));
 }
 
 unsafe extern "C" fn wr_set_ud_addr(ex: *mut ibv_qp_ex, ah: *mut abi::ibv_ah, qpn: u32, qkey: u32) {
@@ -338,8 +384,9 @@ unsafe extern "C" fn wr_set_xrc_srqn(ex: *mut ibv_qp_ex, srqn: u32) {
 
 unsafe extern "C" fn wr_set_sge(ex: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
     last(ex, |p| {
-        p.sges = vec![ibv_sge { addr, length, lkey }];
-        p.inline = None;
+        p.is_inline = false;
+        p.sges.clear();
+        p.sges.push(ibv_sge { addr, length, lkey });
     });
 }
 
@@ -348,31 +395,18 @@ unsafe extern "C" fn wr_set_sge_list(ex: *mut ibv_qp_ex, n: usize, list: *const 
         fail(ex, sys::EINVAL);
         return;
     }
-    let sges = if n == 0 {
-        Vec::new()
+    let sges: &[ibv_sge] = if n == 0 {
+        &[]
     } else {
         // SAFETY: the application's array of n SGEs, valid for the call; it
         // is copied.
-        unsafe { core::slice::from_raw_parts(list, n) }.to_vec()
+        unsafe { core::slice::from_raw_parts(list, n) }
     };
     last(ex, |p| {
-        p.sges = sges;
-        p.inline = None;
+        p.is_inline = false;
+        p.sges.clear();
+        p.sges.extend_from_slice(sges);
     });
-}
-
-/// Copies the application's buffers: inline data belongs to the request
-/// from the setter on.
-fn copy_bufs(bufs: &[(*const u8, usize)]) -> Vec<u8> {
-    let mut data = Vec::with_capacity(bufs.iter().map(|b| b.1).sum());
-    for &(addr, len) in bufs {
-        if len > 0 {
-            // SAFETY: the application's buffer of len bytes, valid for the
-            // call.
-            data.extend_from_slice(unsafe { core::slice::from_raw_parts(addr, len) });
-        }
-    }
-    data
 }
 
 unsafe extern "C" fn wr_set_inline_data(
@@ -384,10 +418,8 @@ unsafe extern "C" fn wr_set_inline_data(
         fail(ex, sys::EINVAL);
         return;
     }
-    let data = copy_bufs(&[(addr.cast::<u8>().cast_const(), length)]);
     last(ex, |p| {
-        p.inline = Some(data);
-        p.sges.clear();
+        p.set_inline(&[(addr.cast::<u8>().cast_const(), length)])
     });
 }
 
@@ -413,11 +445,7 @@ unsafe extern "C" fn wr_set_inline_data_list(
         fail(ex, sys::EINVAL);
         return;
     }
-    let data = copy_bufs(&bufs);
-    last(ex, |p| {
-        p.inline = Some(data);
-        p.sges.clear();
-    });
+    last(ex, |p| p.set_inline(&bufs));
 }
 
 #[cfg(test)]
