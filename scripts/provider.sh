@@ -64,7 +64,9 @@ check-abi)
 	build
 	so=$repo/build/provider/librrxe-rdmav34.so
 	real=$(python3 -c 'import ctypes.util; print(ctypes.util.find_library("ibverbs"))')
-	real=$(ldconfig -p | awk -v n="$real" '$1 == n { print $NF; exit }')
+	# awk reads all of ldconfig's output: exiting early could end ldconfig with SIGPIPE,
+	# which pipefail and set -e would turn into a silent failure.
+	real=$(ldconfig -p | awk -v n="$real" '$1 == n && !found { print $NF; found = 1 }')
 	fake=$(mktemp -d)
 	trap 'rm -rf "$fake"' EXIT
 	python3 - "$real" "$fake/${real##*/}" <<'PY'
