@@ -29,12 +29,18 @@ ADDR=198.18.9.1
 rc=0
 port=19000
 
-# work_counts: rrxe's counts of QP task runs and timer arms so far ("RUNS ARMS"); nothing
-# on rdma_rxe, which has no such counters.
+# The QP tasks' counters rrxe keeps (nothing on rdma_rxe, which has no such counters): runs
+# and timer arms, then where the runs' time went, in ns (Documentation/rrxe/benchmarks.rst).
+WORK="qp_task_runs qp_timer_arms qp_run_ns qp_rx_ns qp_tx_build_ns qp_tx_send_ns qp_deliver_ns qp_timer_arm_ns"
+# Their short names in fig[KEY,NAME]: a count a message (an iteration), or us a message.
+WORK_KEYS="runs arms run rx build send deliver arm"
+
+# work_counts: rrxe's values of $WORK so far, in that order, on one line.
 work_counts() {
 	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
-		awk '$1 == "qp_task_runs" || $1 == "qp_timer_arms" { getline v; c[$1] = v }
-			END { if ("qp_task_runs" in c) print c["qp_task_runs"], c["qp_timer_arms"] }'
+		awk -v names="$WORK" 'BEGIN { n = split(names, want, " ") }
+			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] = v } }
+			END { if (1 in c) { for (i = 1; i <= n; i++) printf "%s ", c[i]; print "" } }'
 }
 
 # kernel_ticks: the guest's system + irq + softirq time so far, in USER_HZ ticks.
@@ -68,10 +74,14 @@ perf() {
 	echo "# $key $prog $*: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
 	if [ -n "$w0" ] && [ -n "$w1" ]; then
-		fig[$key,runs]+="$(awk -v a="$w0" -v b="$w1" '{ split(a, x, " "); split(b, y, " ");
-			printf "%.2f", (y[1] - x[1]) / $2 }' <<<"$row") "
-		fig[$key,arms]+="$(awk -v a="$w0" -v b="$w1" '{ split(a, x, " "); split(b, y, " ");
-			printf "%.2f", (y[2] - x[2]) / $2 }' <<<"$row") "
+		local k=0 name
+		for name in $WORK_KEYS; do
+			k=$((k + 1))
+			# Counts a message; the times (ns) in us a message.
+			fig[$key,$name]+="$(awk -v a="$w0" -v b="$w1" -v k=$k '{ split(a, x, " ");
+				split(b, y, " "); printf "%.2f", (y[k] - x[k]) / $2 / (k > 2 ? 1000 : 1) }' \
+				<<<"$row") "
+		done
 	fi
 	case $kind in
 	bw)
@@ -217,6 +227,25 @@ row "  kernel CPU us/msg" "rate,cpu"
 row "  QP task runs/msg" "rate,runs"
 row "  QP timer arms/msg" "rate,arms"
 echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
+echo
+echo "rrxe's QP task runs, us a message (an iteration), median (min-max) and spread: the whole"
+echo "run, and its parts (rx: received packets; build and send: packets sent; deliver:"
+echo "completions to CQs; arm: the timer); the rest of a run is its bookkeeping"
+printf '%-30s %22s %5s\n' "" "rrxe" ""
+prow() { # LABEL KEY
+	printf '%-30s %22s %5s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")"
+}
+for key in write,bw send,bw read,bw write,lat send,lat read,lat rate; do
+	case $key in
+	*,bw) label="ib_${key%,*}_bw 64KiB" ;;
+	*,lat) label="ib_${key%,*}_lat 2B" ;;
+	rate) label="ib_write_bw 64B" ;;
+	esac
+	prow "$label run" "$key,run"
+	for part in rx build send deliver arm; do
+		prow "  $part" "$key,$part"
+	done
+done
 if [[ $mods == *librrxe* ]]; then
 	echo
 	echo "rrxe through librrxe (the project's provider) and through rdma-core's rxe provider"

@@ -278,6 +278,17 @@ sb=$(stat_of nst sent_bytes) rb=$(stat_of nst rcvd_bytes)
 read_data
 check "rdma statistic: sent_bytes / 4 is port_xmit_data ($sb, $xd)" test "$((sb / 4))" -eq "$xd"
 check "rdma statistic: rcvd_bytes / 4 is port_rcv_data ($rb, $rd)" test "$((rb / 4))" -eq "$rd"
+# The QP tasks' own profile: the time of every run, and of its parts, each inside a run (a
+# user UD QP's doorbell also sends outside runs; this exchange has none).
+rn=$(stat_of nst qp_run_ns) parts=0 moved=1
+for n in qp_rx_ns qp_tx_build_ns qp_tx_send_ns qp_deliver_ns qp_timer_arm_ns; do
+	v=$(stat_of nst $n)
+	echo "# $n $v"
+	[ "${v:-0}" -gt 0 ] || moved=0
+	parts=$((parts + ${v:-0}))
+done
+check "rdma statistic: qp_run_ns ($rn) and each of its parts moved" test "${rn:-0}" -gt 0 -a "$moved" = 1
+check "... the parts add up to no more than the runs ($parts <= $rn)" test "$parts" -le "${rn:-0}"
 check "rdma link delete nsu" rdma link delete nsu
 check "$N1's sockets stay while nst exists" socks_are "$N1" 2
 ip -n "$N1" link del nst0

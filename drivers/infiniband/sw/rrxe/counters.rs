@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 2;
+const WORK_COUNTERS: usize = 8;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -96,6 +96,13 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     // What the QPs' tasks did: the driver's own profile, per message in `make bench-local`.
     c_str!("qp_task_runs"),
     c_str!("qp_timer_arms"),
+    // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
+    c_str!("qp_run_ns"),
+    c_str!("qp_rx_ns"),
+    c_str!("qp_tx_build_ns"),
+    c_str!("qp_tx_send_ns"),
+    c_str!("qp_deliver_ns"),
+    c_str!("qp_timer_arm_ns"),
     // The port's data, last: octets of the packets sent and received, BTH through ICRC
     // (the PerfMgmt PortXmitData and PortRcvData times four; see `transport::pma`).
     c_str!("sent_bytes"),
@@ -178,6 +185,25 @@ pub(crate) struct Counters {
     pub(crate) qp_task_runs: Counter,
     /// Times a run (re)armed its QP's timer for the engine's next deadline.
     pub(crate) qp_timer_arms: Counter,
+    /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
+    /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
+    /// perf hung the benchmark VM). The five below are parts of it; the rest is the run's
+    /// bookkeeping (the mutex, the send queue's snapshot, the receive queue's check,
+    /// collecting completions).
+    pub(crate) qp_run_ns: Counter,
+    /// Of which: received packets, parsed and executed by the engine (a responder's
+    /// payload copy into the MR included) and their completions collected.
+    pub(crate) qp_rx_ns: Counter,
+    /// Of which: the engine building packets to send (headers, and the payload copied out
+    /// of the MR).
+    pub(crate) qp_tx_build_ns: Counter,
+    /// Of which: sending them: the skb, the ICRC, and the IP stack or, over loopback, the
+    /// hand-over to the receiving QP.
+    pub(crate) qp_tx_send_ns: Counter,
+    /// Of which: completions and events delivered to CQs and consumers.
+    pub(crate) qp_deliver_ns: Counter,
+    /// Of which: arming the timer.
+    pub(crate) qp_timer_arm_ns: Counter,
 }
 
 /// What one port moved: its own on a two-port device, where each port has a netdev.
@@ -266,7 +292,16 @@ impl Counters {
             self.mcast_copy_failures.get(),
         ];
         let xrc = [self.xrc_completions_dropped.get()];
-        let work = [self.qp_task_runs.get(), self.qp_timer_arms.get()];
+        let work = [
+            self.qp_task_runs.get(),
+            self.qp_timer_arms.get(),
+            self.qp_run_ns.get(),
+            self.qp_rx_ns.get(),
+            self.qp_tx_build_ns.get(),
+            self.qp_tx_send_ns.get(),
+            self.qp_deliver_ns.get(),
+            self.qp_timer_arm_ns.get(),
+        ];
         let data = [traffic.sent_octets.get(), traffic.rcvd_octets.get()];
         for (v, a) in values.iter_mut().zip(
             port.into_iter()

@@ -28,7 +28,8 @@ impl TaskOwner for QpShared {
     type Scratch = Outbox;
 
     fn run(this: &Arc<Self>, outbox: &mut Outbox) {
-        let (more, deadline) = {
+        let start = now_ns();
+        let (more, deadline, dev) = {
             let mut guard = this.core.lock();
             let Some(core) = guard.as_mut() else {
                 return;
@@ -41,12 +42,20 @@ impl TaskOwner for QpShared {
             if deadline.is_some() {
                 counters.qp_timer_arms.inc();
             }
-            (more, deadline)
+            (more, deadline, core.dev.clone())
         };
+        let locked_end = now_ns();
         outbox.deliver(&this.handle, &this.destroyed);
+        let mut end = now_ns();
+        let counters = &dev.counters;
+        counters.qp_deliver_ns.add(end - locked_end);
         if let Some(deadline) = deadline {
-            Task::arm(this, deadline.saturating_sub(now_ns()));
+            Task::arm(this, deadline.saturating_sub(end));
+            let armed = now_ns();
+            counters.qp_timer_arm_ns.add(armed - end);
+            end = armed;
         }
+        counters.qp_run_ns.add(end - start);
         if more {
             Task::kick(this);
         }
@@ -83,6 +92,7 @@ impl QpCore {
                 }
                 Err(_) => dev.counters.rx_malformed.inc(),
             }
+            dev.counters.qp_rx_ns.add(now_ns() - now);
         }
         // Receives may have been posted since the last run (user QPs post without a system
         // call): an RC responder that advertised no credits owes the requester an update.
@@ -110,6 +120,9 @@ impl QpCore {
         let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
             return false;
         };
+        let built = now_ns();
+        let counters = &self.dev.counters;
+        counters.qp_tx_build_ns.add(built - now);
         let path = match t.dest {
             Dest::Ah(handle) => self.sq.dest(handle),
             Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
@@ -121,6 +134,7 @@ impl QpCore {
             Some(av) => send(&self.dev, &av, qpn, &mut self.tx[..t.len]),
             None => self.dev.counters.tx_no_path.inc(),
         }
+        self.dev.counters.qp_tx_send_ns.add(now_ns() - built);
         true
     }
 
