@@ -422,8 +422,9 @@ impl RxDrop {
 enum Origin {
     /// A UDP socket: the packet crossed a wire, and its ICRC is checked.
     Wire,
-    /// [`loopback`]: `build` filled its ICRC a moment ago in an skb nothing else has seen,
-    /// so checking it would compute the same CRC a second time and prove nothing.
+    /// [`loopback`]: built a moment ago in an skb nothing else has seen, with no ICRC
+    /// (`Icrc::Skip`): a CRC that only this host would compute and check proves nothing
+    /// about a wire it never crossed.
     Loopback,
 }
 
@@ -912,10 +913,20 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
     NonNull::new(dst).map(Dst).ok_or(EINVAL)
 }
 
+/// Whether [`build`] computes the ICRC.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Icrc {
+    /// Into the slot: the packet goes out on a netdev.
+    Fill,
+    /// Not at all: the packet goes straight to this host's receive path, which does not
+    /// check it ([`Origin::Loopback`]), and no wire or capture sees it.
+    Skip,
+}
+
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
-/// on `path`, ICRC filled in, `data` at the IP header and the network and transport headers
-/// set.
-fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
+/// on `path`, ICRC filled in as `icrc` says, `data` at the IP header and the network and
+/// transport headers set.
+fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], icrc: Icrc) -> Result<Skb> {
     if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
         return Err(EINVAL);
     }
@@ -1004,6 +1015,9 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
         bindings::rrxe_skb_set_dev(skb.as_raw(), netdev.as_raw());
     }
 
+    if icrc == Icrc::Skip {
+        return Ok(skb);
+    }
     // The ICRC over the final headers (the IPv4 ID included).
     let whole = {
         let len = skb.len();
@@ -1039,7 +1053,7 @@ pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
 
 fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
     let dst = route(netdev, path)?;
-    let skb = build(netdev, path, bth_to_icrc)?;
+    let skb = build(netdev, path, bth_to_icrc, Icrc::Fill)?;
     let dst = core::mem::ManuallyDrop::new(dst);
     // SAFETY: we own the skb and hand it our route reference.
     unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
@@ -1065,11 +1079,11 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
     }
 }
 
-/// Builds the packet [`transmit`] would send and hands it to the receive path as if it had
-/// been received on `netdev`, bypassing the network stack; for destinations on this host.
-/// The caller decides when that is. Does not sleep.
+/// Builds the packet [`transmit`] would send, but for its ICRC, and hands it to the receive
+/// path as if it had been received on `netdev`, bypassing the network stack; for
+/// destinations on this host. The caller decides when that is. Does not sleep.
 pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
-    let skb = match build(netdev, path, bth_to_icrc) {
+    let skb = match build(netdev, path, bth_to_icrc, Icrc::Skip) {
         Ok(skb) => skb,
         Err(e) => {
             bump(&COUNTERS.tx_errors);
