@@ -187,9 +187,10 @@ pub(crate) struct Counters {
     pub(crate) qp_timer_arms: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
-    /// perf hung the benchmark VM). The five below are parts of it; the rest is the run's
-    /// bookkeeping (the mutex, the send queue's snapshot, the receive queue's check,
-    /// collecting completions).
+    /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
+    /// user UD QP's doorbell, made outside runs, which the two `qp_tx_*` also count); the
+    /// rest is the run's bookkeeping (the mutex, the send queue's snapshot, the receive
+    /// queue's check, collecting completions, freeing received packets).
     pub(crate) qp_run_ns: Counter,
     /// Of which: received packets, parsed and executed by the engine (a responder's
     /// payload copy into the MR included) and their completions collected.

@@ -34,15 +34,17 @@ impl TaskOwner for QpShared {
             let Some(core) = guard.as_mut() else {
                 return;
             };
+            // The run's own reference: the counters are added to after the mutex is released.
+            let dev = core.dev.clone();
             outbox.begin(core.send_cq.as_ref(), core.recv_cq.as_ref(), srq_of(core));
-            let more = core.step(&this.rx, &this.handle, outbox);
+            let more = core.step(&dev, &this.rx, &this.handle, outbox);
             let deadline = core.engine.poll_timeout();
-            let counters = &core.dev.counters;
+            let counters = &dev.counters;
             counters.qp_task_runs.inc();
             if deadline.is_some() {
                 counters.qp_timer_arms.inc();
             }
-            (more, deadline, core.dev.clone())
+            (more, deadline, dev)
         };
         let locked_end = now_ns();
         outbox.deliver(&this.handle, &this.destroyed);
@@ -63,9 +65,15 @@ impl TaskOwner for QpShared {
 }
 
 impl QpCore {
-    /// One run's work under the QP's mutex; returns whether work is left for another.
-    fn step(&mut self, rx: &IrqSpinLock<Backlog>, qp: &QpHandle, outbox: &mut Outbox) -> bool {
-        let dev = self.dev.clone();
+    /// One run's work under the QP's mutex (`dev` is the QP's device); returns whether work
+    /// is left for another.
+    fn step(
+        &mut self,
+        dev: &DeviceShared,
+        rx: &IrqSpinLock<Backlog>,
+        qp: &QpHandle,
+        outbox: &mut Outbox,
+    ) -> bool {
         self.snapshot_sends();
         let pmtu = self.engine.context().path_mtu.bytes();
         let qp_type = self.engine.context().qp_type;
@@ -121,8 +129,7 @@ impl QpCore {
             return false;
         };
         let built = now_ns();
-        let counters = &self.dev.counters;
-        counters.qp_tx_build_ns.add(built - now);
+        self.dev.counters.qp_tx_build_ns.add(built - now);
         let path = match t.dest {
             Dest::Ah(handle) => self.sq.dest(handle),
             Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
