@@ -10,6 +10,7 @@ use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
 use crate::glue::rdma::object::XrcdId;
+use crate::glue::task::Kick;
 use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
 use crate::port::Ports;
@@ -49,12 +50,12 @@ pub(crate) struct DeviceCore {
 }
 
 impl RxHandler for DeviceCore {
-    fn receive(&self, pkt: RxPacket) {
+    fn receive(&self, pkt: RxPacket) -> Option<Kick> {
         // The BTH's destination QP (IBA 9.2, bytes 5..8); the QP's task parses the rest.
         let Some(&[_, _, _, _, _, q0, q1, q2]) = pkt.payload().first_chunk::<8>() else {
             self.shared.counters.rx_malformed.inc();
             pkt.discard();
-            return;
+            return None;
         };
         let qpn = u32::from_be_bytes([0, q0, q1, q2]);
         // Each port's netdev is bound to this handler; anything else it is given arrived over
@@ -70,12 +71,15 @@ impl RxHandler for DeviceCore {
             .add((pkt.payload().len() + ICRC_LEN) as u64);
         if qpn == MULTICAST_QPN {
             traffic.rcvd_mcast_pkts.inc();
+            // Kicks each member QP's task itself.
             self.mcast.deliver(&self.qps, &self.shared, pkt);
+            None
         } else if let Some(index) = QpTable::index_of(qpn, port.num) {
-            self.qps.deliver(&self.shared, index, pkt);
+            self.qps.deliver(&self.shared, index, pkt)
         } else {
             self.shared.counters.rx_no_qp.inc();
             pkt.discard();
+            None
         }
     }
 }

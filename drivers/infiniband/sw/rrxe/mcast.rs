@@ -274,12 +274,13 @@ impl McastTable {
             return;
         };
         counters.mcast_rcvd_pkts.inc();
+        // Each member's task is kicked at once: dropping its kick fires it.
         for &qpn in others {
             match pkt.try_clone() {
-                Ok(copy) => qps.deliver(dev, qpn, copy),
+                Ok(copy) => drop(qps.deliver(dev, qpn, copy)),
                 Err(_) => counters.mcast_copy_failures.inc(),
             }
         }
-        qps.deliver(dev, last, pkt);
+        drop(qps.deliver(dev, last, pkt));
     }
 }

@@ -235,6 +235,30 @@ bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work)
 }
 
 /*
+ * Queues on the next online CPU after this one, or here on a single-CPU machine. With
+ * preemption off the chosen CPU cannot finish going offline before the work is queued
+ * (CPU hot-unplug waits for a stop_machine that needs every CPU), and the current CPU is
+ * the one whose successor is meant.
+ */
+bool rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work)
+{
+	unsigned int cpu, next;
+	bool queued;
+
+	preempt_disable();
+	cpu = smp_processor_id();
+	next = cpumask_next(cpu, cpu_online_mask);
+	if (next >= nr_cpu_ids)
+		next = cpumask_first(cpu_online_mask);
+	if (next >= nr_cpu_ids || next == cpu)
+		queued = queue_work(wq, work);
+	else
+		queued = queue_work_on(next, wq, work);
+	preempt_enable();
+	return queued;
+}
+
+/*
  * Soft mode: the callback runs in softirq context, as a timer-wheel callback did, so that
  * the reference it drops never frees an object in hard interrupt context.
  */

@@ -19,6 +19,7 @@
 
 use super::bindings;
 use super::netdev::NetDevice;
+use super::task::Kick;
 use crate::transport::icrc::{self, Crc32, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
@@ -308,8 +309,10 @@ pub(crate) trait RxHandler: Send + Sync + 'static {
     ///
     /// Called in softirq for packets from the wire, and in the caller's context for
     /// [`loopback`], inside an RCU read-side section either way: must not sleep. Never
-    /// called once the [`RxBinding`] is dropped.
-    fn receive(&self, pkt: RxPacket);
+    /// called once the [`RxBinding`] is dropped. Returns the kick of the task that is to
+    /// take the packet, if it has one: the receive path fires it at once, [`loopback`]
+    /// returns it to its caller.
+    fn receive(&self, pkt: RxPacket) -> Option<Kick>;
 }
 
 /// A received RoCEv2 packet whose lengths and ICRC were checked; owns its skb (freed when
@@ -512,7 +515,7 @@ fn parse(
 ///
 /// Called inside an RCU read-side section, which keeps the handler found alive (see
 /// [`RxBinding`]'s drop).
-fn deliver(skb: Skb, netdev: &NetDevice, origin: Origin) {
+fn deliver(skb: Skb, netdev: &NetDevice, origin: Origin) -> Option<Kick> {
     match parse(skb, netdev, origin) {
         Ok(pkt) => {
             bump(&COUNTERS.rx_packets);
@@ -523,10 +526,14 @@ fn deliver(skb: Skb, netdev: &NetDevice, origin: Origin) {
                 None => {
                     bump(&COUNTERS.rx_no_device);
                     pkt.discard();
+                    None
                 }
             }
         }
-        Err(why) => why.count(),
+        Err(why) => {
+            why.count();
+            None
+        }
     }
 }
 
@@ -551,7 +558,8 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
     }
     // SAFETY: as above.
     let netdev = unsafe { NetDevice::from_raw(dev) };
-    deliver(skb, netdev, Origin::Wire);
+    // The task is kicked at once (dropping the kick fires it).
+    drop(deliver(skb, netdev, Origin::Wire));
     0
 }
 
@@ -1082,7 +1090,15 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
 /// Builds the packet [`transmit`] would send, but for its ICRC, and hands it to the receive
 /// path as if it had been received on `netdev`, bypassing the network stack; for
 /// destinations on this host. The caller decides when that is. Does not sleep.
-pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
+///
+/// Returns the kick of the task that took the packet, for the caller to fire when it has
+/// handed over all it will (the receiving task then takes them in one run, and may run on
+/// another CPU meanwhile).
+pub(crate) fn loopback(
+    netdev: &NetDevice,
+    path: &TxPath,
+    bth_to_icrc: &[u8],
+) -> Result<Option<Kick>> {
     let skb = match build(netdev, path, bth_to_icrc, Icrc::Skip) {
         Ok(skb) => skb,
         Err(e) => {
@@ -1103,10 +1119,10 @@ pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
     // the delivery, as the softirq receive path's own does.
     // SAFETY: paired with the unlock below; nothing in between sleeps.
     unsafe { bindings::rrxe_rcu_read_lock() };
-    deliver(skb, netdev, Origin::Loopback);
+    let kick = deliver(skb, netdev, Origin::Loopback);
     // SAFETY: locked above.
     unsafe { bindings::rrxe_rcu_read_unlock() };
-    Ok(())
+    Ok(kick)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1114,7 +1130,7 @@ pub(crate) fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
 // ---------------------------------------------------------------------------------------
 
 /// Hands a packet to a handler given as the data of its index entry.
-type ReceiveFn = unsafe fn(*const c_void, RxPacket);
+type ReceiveFn = unsafe fn(*const c_void, RxPacket) -> Option<Kick>;
 
 /// One bound handler.
 struct IndexEntry {
@@ -1165,10 +1181,10 @@ impl RxIndex {
 /// # Safety
 ///
 /// `data` must be `Arc::into_raw` of an `Arc<H>` that stays alive for the call.
-unsafe fn receive_thunk<H: RxHandler>(data: *const c_void, pkt: RxPacket) {
+unsafe fn receive_thunk<H: RxHandler>(data: *const c_void, pkt: RxPacket) -> Option<Kick> {
     // SAFETY: per the function contract.
     let handler = unsafe { &*data.cast::<H>() };
-    handler.receive(pkt);
+    handler.receive(pkt)
 }
 
 /// Drops the reference `data` is.

@@ -26,6 +26,7 @@
 use super::bindings;
 use super::sync::{IrqSpinLock, LockClass};
 use core::cell::UnsafeCell;
+use core::ffi::c_void;
 use core::mem::{offset_of, ManuallyDrop};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -123,6 +124,106 @@ impl Drop for TaskQueue {
     }
 }
 
+/// Where a [`Kick`] queues its work item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// On the CPU that fires it, as [`Task::kick`] does.
+    Here,
+    /// On the next online CPU: the firing CPU is busy with the caller and its application,
+    /// and the two runs can overlap.
+    Beside,
+}
+
+/// A [`Task::kick`] put off until the caller decides where and when: it owns a reference to
+/// the task's owner, and queues the work item when fired, or here when dropped unfired, so a
+/// kick is never lost. Any context.
+pub(crate) struct Kick {
+    /// `Arc::into_raw` of the owner.
+    owner: *const c_void,
+    /// Queues the owner's work item (unless given no place) and consumes the reference.
+    queue: unsafe fn(*const c_void, Option<Place>),
+}
+
+// SAFETY: the reference is to a `TaskOwner`, which is `Send + Sync`; kicking is allowed in
+// any context.
+unsafe impl Send for Kick {}
+
+impl Kick {
+    /// Queues the work item, at `place`.
+    pub(crate) fn fire(self, place: Place) {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `owner` is the reference `deferred` took, consumed here only (`this` is
+        // not dropped).
+        unsafe { (this.queue)(this.owner, Some(place)) };
+    }
+
+    /// Whether `other` kicks the same task.
+    fn same_task(&self, other: &Kick) -> bool {
+        ptr::eq(self.owner, other.owner)
+    }
+
+    /// Drops the kick unfired, for one that [`Kick::same_task`] says another covers.
+    fn merge(self) {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: as in `fire`; the thunk only drops the reference, the owner's type being
+        // erased here.
+        unsafe { (this.queue)(this.owner, None) };
+    }
+}
+
+impl Drop for Kick {
+    fn drop(&mut self) {
+        // SAFETY: as in `fire`; `self` is not used again.
+        unsafe { (self.queue)(self.owner, Some(Place::Here)) };
+    }
+}
+
+/// Tasks a caller owes a kick, each kicked once when the batch is fired (or here, when it is
+/// dropped unfired).
+pub(crate) struct Kicks {
+    pending: [Option<Kick>; Self::CAPACITY],
+    /// Kicks added since the batch was last fired, merged ones included.
+    added: usize,
+}
+
+impl Kicks {
+    /// Different tasks a batch holds; a kick for a further one is fired at once, here.
+    const CAPACITY: usize = 4;
+
+    /// An empty batch.
+    pub(crate) const fn new() -> Self {
+        Self {
+            pending: [const { None }; Self::CAPACITY],
+            added: 0,
+        }
+    }
+
+    /// Kicks added since the batch was last fired, merged ones included.
+    pub(crate) fn added(&self) -> usize {
+        self.added
+    }
+
+    /// Adds a kick, merged with one already held for the same task.
+    pub(crate) fn add(&mut self, kick: Kick) {
+        self.added += 1;
+        if self.pending.iter().flatten().any(|k| k.same_task(&kick)) {
+            kick.merge();
+        } else if let Some(free) = self.pending.iter_mut().find(|k| k.is_none()) {
+            *free = Some(kick);
+        } else {
+            kick.fire(Place::Here);
+        }
+    }
+
+    /// Fires the batch's kicks at `place`.
+    pub(crate) fn fire(&mut self, place: Place) {
+        self.added = 0;
+        for kick in self.pending.iter_mut().filter_map(Option::take) {
+            kick.fire(place);
+        }
+    }
+}
+
 static TIMER_LOCK: LockClass = LockClass::new();
 
 /// Shortest delay a deadline is armed with: a deadline already due still leaves the CPU to
@@ -198,16 +299,43 @@ impl<T: HasTask> Task<T> {
     /// Queues the work item now, handing it a reference to `owner`; a no-op while it is
     /// already queued or after [`Task::shutdown`]. Any context.
     pub(crate) fn kick(owner: &Arc<T>) {
-        let task = owner.task();
-        let wq = QUEUE.load(Ordering::Acquire);
-        if wq.is_null() {
-            return;
+        Self::deferred(owner.clone()).fire(Place::Here);
+    }
+
+    /// A kick of `owner`'s task for later, holding the reference given: see [`Kick`].
+    pub(crate) fn deferred(owner: Arc<T>) -> Kick {
+        Kick {
+            owner: Arc::into_raw(owner).cast(),
+            queue: Self::queue_thunk,
         }
-        let raw = Arc::into_raw(owner.clone());
+    }
+
+    /// Queues the work item of the owner `owner` is a reference to at `place` (nowhere for
+    /// `None`), and drops that reference unless the work item took it.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again.
+    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) {
+        // SAFETY: per the function contract.
+        let owner = unsafe { Arc::<T>::from_raw(owner.cast()) };
+        let wq = QUEUE.load(Ordering::Acquire);
+        let Some(place) = place.filter(|_| !wq.is_null()) else {
+            return;
+        };
+        let work = owner.task().work.get();
+        let raw = Arc::into_raw(owner);
         // SAFETY: the work item was initialised in `new`; queueing a queued or disabled
         // item does nothing and returns false. The queue lives until module exit, after
-        // every device (and so every task owner) is gone.
-        let queued = unsafe { bindings::rrxe_queue_work_on(wq, task.work.get()) };
+        // every device (and so every task owner) is gone. Both places are on the one
+        // (per-CPU) workqueue, which keeps a work item from running on two CPUs at once
+        // wherever it was queued.
+        let queued = unsafe {
+            match place {
+                Place::Here => bindings::rrxe_queue_work_on(wq, work),
+                Place::Beside => bindings::rrxe_queue_work_beside(wq, work),
+            }
+        };
         if !queued {
             // SAFETY: not handed over: the reference is still ours.
             drop(unsafe { Arc::from_raw(raw) });

@@ -26,7 +26,7 @@ use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
-use crate::glue::task::{impl_has_task, now_ns, Task};
+use crate::glue::task::{impl_has_task, now_ns, Kick, Kicks, Place, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::QpMemory;
 use crate::params;
@@ -193,18 +193,19 @@ impl QpTable {
         }
     }
 
-    /// Delivers a packet to the QP at table index `index` (see [`Self::index_of`]).
-    pub(crate) fn deliver(&self, dev: &DeviceShared, index: u32, pkt: RxPacket) {
+    /// Delivers a packet to the QP at table index `index` (see [`Self::index_of`]); returns
+    /// the kick its task is owed.
+    pub(crate) fn deliver(&self, dev: &DeviceShared, index: u32, pkt: RxPacket) -> Option<Kick> {
         let Some(qp) = self.qps.get(index) else {
             dev.counters.rx_no_qp.inc();
-            return;
+            return None;
         };
         if qp.rx.lock().push(pkt).is_err() {
             dev.counters.rx_queue_full.inc();
-            return;
+            return None;
         }
         dev.counters.rcvd_pkts.inc();
-        Task::kick(&qp);
+        Some(Task::deferred(qp))
     }
 }
 
@@ -418,15 +419,18 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
         // send them from the system call: mckey and its like post unsignalled Sends and
         // destroy the QP right away, which discards whatever is still queued. The task,
         // kicked below, delivers their completions.
+        let mut kicks = Kicks::new();
         if let Some(core) = qp.shared.core.lock().as_mut() {
             core.snapshot_sends();
             if !core.engine.context().qp_type.is_connected() {
                 let mut sent = 0;
-                while sent < DOORBELL_BUDGET && core.transmit(qp.qpn()) {
+                while sent < DOORBELL_BUDGET && core.transmit(qp.qpn(), &mut kicks) {
                     sent += 1;
                 }
             }
         }
+        // Datagrams looped back to QPs of this host, kicked once each.
+        kicks.fire(Place::Here);
     }
     Task::kick(&qp.shared);
     Ok(())

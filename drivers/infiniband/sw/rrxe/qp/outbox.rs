@@ -8,6 +8,7 @@
 
 use crate::cq::{self, CqShared};
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
+use crate::glue::task::Kicks;
 use crate::srq::SrqShared;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
@@ -50,6 +51,8 @@ pub(crate) struct Outbox {
     send_cq: Option<Arc<CqShared>>,
     recv_cq: Option<Arc<CqShared>>,
     srq: Option<Arc<SrqShared>>,
+    /// The QPs this run looped packets back to, kicked once the QP's lock is released.
+    pub(crate) kicks: Kicks,
 }
 
 impl Outbox {
@@ -66,6 +69,7 @@ impl Outbox {
             send_cq: None,
             recv_cq: None,
             srq: None,
+            kicks: Kicks::new(),
         })
     }
 
