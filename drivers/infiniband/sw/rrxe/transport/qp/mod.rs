@@ -225,6 +225,14 @@ impl Qp {
         matches!(self.ctx.state, QpState::Rts | QpState::Err | QpState::Sqe)
     }
 
+    /// The responder's MSN (IBA 9.7.7.2): the request messages it has
+    /// received and completed, modulo 2^24 (RC). A consumer that posts
+    /// after one arrived may be answering it.
+    #[must_use]
+    pub fn msn(&self) -> u32 {
+        self.resp.msn.get()
+    }
+
     /// Doorbell: WQEs were posted to the receive queue. An RC responder
     /// whose requester has used up the credits last advertised queues an
     /// unsolicited ACK with the new count.

@@ -885,6 +885,26 @@ fn responder_naks_rnr_access_and_invalid_requests() {
 }
 
 #[test]
+fn msn_counts_the_messages_a_responder_completed() {
+    let mut p = Pair::connect(Setup::rc(), 9, Link::PERFECT);
+    assert_eq!(p.nodes[B].qp.msn(), 0);
+    for i in 0..3 {
+        p.nodes[B].post_recv(i, 4096);
+        let wqe = SendWqe {
+            wr_id: i,
+            opcode: SendOpcode::Send,
+            length: 2000,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, vec![0; 2000]);
+    }
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 3);
+    // Three two-packet messages: three, not six; none the other way.
+    assert_eq!(p.nodes[B].qp.msn(), 3);
+    assert_eq!(p.nodes[A].qp.msn(), 0);
+}
+
+#[test]
 fn retry_exhausted_when_peer_is_gone() {
     let mut setup = Setup::rc();
     setup.retry_cnt = 3;
