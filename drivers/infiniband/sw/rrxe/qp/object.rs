@@ -431,7 +431,7 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
             // is here, with no other CPU to wake. One with none in between feeds a stream
             // (or waits on its own requests): its run goes to the next CPU, and the
             // process keeps this one to go on posting (rrxe's 64-byte rate in loopback
-            // went from 0.3 to about 1.0 of rdma_rxe's; Documentation/rrxe/benchmarks.rst).
+            // went from 0.3 to 1.2 of rdma_rxe's; Documentation/rrxe/benchmarks.rst).
             let msn = core.engine.msn();
             if msn == core.doorbell_msn {
                 place = Place::Beside;
