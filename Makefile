@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep test-host provider lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine test-host provider lint clean
 
 all: module
 
@@ -66,6 +66,11 @@ bench-local:
 # The perftest sweep in that VM: message sizes, QP counts, path MTUs.
 bench-sweep:
 	@BENCH_SWEEP=1 scripts/bench.sh local
+
+# The transport engine's instructions per message on the host, under callgrind: exact, so
+# two commits compare without a VM (scripts/profile-engine.sh).
+profile-engine: deps
+	@scripts/profile-engine.sh
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi

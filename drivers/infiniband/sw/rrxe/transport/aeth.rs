@@ -81,12 +81,20 @@ impl CreditCode {
     /// Rounding down is mandatory: reporting more credits than WQEs are
     /// posted would let the requester send a message the responder must then
     /// RNR NAK, which the credit mechanism exists to avoid.
+    ///
+    /// Every AETH a responder sends carries one, so it is computed from
+    /// the table's shape rather than by searching it: past 4 the values go
+    /// 2^k (code 2k) and 1.5 * 2^k (code 2k + 1), up to 2^15 (code 30).
     #[must_use]
     pub const fn from_posted_wqes(posted_wqes: u32) -> Self {
-        let mut code = CREDIT_VALUES.len() - 1;
-        while CREDIT_VALUES[code] > posted_wqes {
-            code -= 1;
-        }
+        let code = if posted_wqes <= 4 {
+            posted_wqes
+        } else if posted_wqes >= CREDIT_VALUES[30] {
+            30
+        } else {
+            let k = 31 - posted_wqes.leading_zeros();
+            2 * k + (posted_wqes >= 3 << (k - 1)) as u32
+        };
         Self(code as u8)
     }
 
@@ -240,6 +248,18 @@ mod tests {
         assert_eq!(enc(32767), 29); // 24576
         assert_eq!(enc(32768), 30);
         assert_eq!(enc(u32::MAX), 30);
+    }
+
+    #[test]
+    fn encoding_agrees_with_a_search_of_the_table() {
+        for n in 0..=2 * CREDIT_VALUES[30] {
+            let searched = CREDIT_VALUES.iter().rposition(|&v| v <= n).unwrap();
+            assert_eq!(
+                CreditCode::from_posted_wqes(n).code() as usize,
+                searched,
+                "{n}"
+            );
+        }
     }
 
     #[test]

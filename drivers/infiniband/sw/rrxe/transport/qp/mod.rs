@@ -375,10 +375,8 @@ impl Qp {
 
     /// The next work completion, in order per queue.
     pub fn poll_completion(&mut self, io: &mut Io<'_>) -> Option<Completion> {
-        self.retire(io);
-        if let Some(c) = self.out.completions.pop() {
-            return Some(c);
-        }
+        // Retiring stops only at a full ring, so with the ring found empty
+        // there is nothing more to retire.
         self.retire(io);
         if let Some(c) = self.out.completions.pop() {
             return Some(c);

@@ -110,6 +110,10 @@ pub(super) struct Responder {
     pub(super) msn: Msn,
     res: [Resource; MAX_RD_ATOMIC],
     res_next: usize,
+    /// Some resource may owe responses: set whenever one is made pending,
+    /// cleared by a search that finds none, so that the many calls with
+    /// nothing to send (after every packet, on every run) skip the search.
+    responses_owed: bool,
     ack_pending: bool,
     nak: Option<(Psn, Syndrome)>,
     nak_sent: bool,
@@ -175,6 +179,7 @@ impl Responder {
                 replay: false,
             }; MAX_RD_ATOMIC],
             res_next: 0,
+            responses_owed: false,
             ack_pending: false,
             nak: None,
             nak_sent: false,
@@ -213,6 +218,7 @@ impl Responder {
             msn,
             res: _,
             res_next,
+            responses_owed,
             ack_pending,
             nak,
             nak_sent,
@@ -238,6 +244,7 @@ impl Responder {
         *epsn = FRESH.epsn;
         *msn = FRESH.msn;
         *res_next = FRESH.res_next;
+        *responses_owed = FRESH.responses_owed;
         *ack_pending = FRESH.ack_pending;
         *nak = FRESH.nak;
         *nak_sent = FRESH.nak_sent;
@@ -425,6 +432,7 @@ impl Responder {
         }
         self.res[self.res_next] = resource;
         self.res_next = (self.res_next + 1) % n;
+        self.responses_owed |= resource.pending;
     }
 
     /// Processes one request packet addressed to this QP.
@@ -578,6 +586,7 @@ impl Responder {
                     r.start_psn = psn;
                     r.pending = true;
                     r.replay = true;
+                    self.responses_owed = true;
                 }
             }
             Operation::CompareSwap | Operation::FetchAdd => {
@@ -589,6 +598,7 @@ impl Responder {
                 {
                     r.pending = true;
                     r.replay = true;
+                    self.responses_owed = true;
                 }
             }
             _ => self.queue_ack(),
@@ -990,7 +1000,6 @@ impl Responder {
         ) {
             return Ok(None);
         }
-        let credit = self.credit_code(attrs, io);
         let base = response_base(attrs);
         let bth = Bth {
             mig_req: attrs.mig_req(),
@@ -998,13 +1007,14 @@ impl Responder {
             dest_qp: attrs.dest_qpn,
             ..Bth::default()
         };
-        if !in_error {
+        if !in_error && self.responses_owed {
             let epsn = self.epsn;
             let next = (0..Self::resource_count(attrs))
                 .filter(|&i| self.res[i].pending)
                 .min_by_key(|&i| self.res[i].next_psn.diff(epsn));
-            if let Some(i) = next {
-                return self.respond(i, buf, attrs, io, credit, bth);
+            match next {
+                Some(i) => return self.respond(i, buf, attrs, io, bth),
+                None => self.responses_owed = false,
             }
         }
         let (psn, syndrome) = if let Some(nak) = self.nak.take() {
@@ -1020,7 +1030,9 @@ impl Responder {
             } else {
                 self.epsn.prev()
             };
-            (psn, Syndrome::Ack(credit))
+            // Counted only for a packet that carries it: most calls find
+            // nothing to send, and the count reads the receive queue.
+            (psn, Syndrome::Ack(self.credit_code(attrs, io)))
         } else {
             return Ok(None);
         };
@@ -1066,11 +1078,11 @@ impl Responder {
         buf: &mut [u8],
         attrs: &QpContext,
         io: &mut Io<'_>,
-        credit: CreditCode,
         bth: Bth,
     ) -> Result<Option<Transmit>, Fault> {
         let base = response_base(attrs);
         let r = self.res[i];
+        let credit = self.credit_code(attrs, io);
         let aeth = Some(Aeth {
             syndrome: Syndrome::Ack(credit),
             msn: self.msn,

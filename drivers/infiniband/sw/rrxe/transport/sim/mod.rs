@@ -8,6 +8,7 @@
 //! has anything to send and no packet is due, the clock jumps to the next
 //! packet arrival or QP deadline. A run is a pure function of its seed.
 
+mod cost;
 mod credits;
 mod hostile;
 mod migration;
