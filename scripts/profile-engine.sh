@@ -1,15 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The transport engine's instructions per message, counted on the host: a stream of 64-byte
-# RDMA Writes through the simulation (sim/cost.rs) runs under callgrind, once for each of the
-# engine's entry points, counting from entry to return (--toggle-collect), callees included:
-# attributing inlined code to functions afterwards is not reliable across builds. Instruction
-# counts do not depend on scheduling, so two runs of one commit agree and two commits compare
-# directly (Documentation/rrxe/benchmarks.rst).
+# The transport engine's instructions per message, counted on the host: streams of RDMA Writes
+# through the simulation (sim/cost.rs: 64-byte messages, and 64 KiB ones at path MTU 1024) run
+# under callgrind, once for each of the engine's entry points, counting from entry to return
+# (--toggle-collect), callees included: attributing inlined code to functions afterwards is not
+# reliable across builds. Instruction counts do not depend on scheduling, so two runs of one
+# commit agree and two commits compare directly (Documentation/rrxe/benchmarks.rst).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-messages=${RRXE_COST_MESSAGES:-20000}
 if ! command -v valgrind >/dev/null; then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
 fi
@@ -21,19 +20,26 @@ for l in sys.stdin:
         print(m["executable"])')
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-# Instructions executed while inside functions matching $1 (callees included), per message.
+# Instructions executed in test $1 ($2 messages) while inside functions matching $3 (callees
+# included), per message.
 inside() {
-	RRXE_COST_MESSAGES=$messages valgrind -q --tool=callgrind --callgrind-out-file="$out" \
-		--toggle-collect="$1" "$bin" --exact --test-threads=1 \
-		transport::sim::cost::a_stream_of_small_writes_lands_in_order >/dev/null
-	awk -v n="$messages" '/^(summary|totals):/ { printf "%8.0f", $2 / n; exit }' "$out"
+	RRXE_COST_MESSAGES=$2 valgrind -q --tool=callgrind --callgrind-out-file="$out" \
+		--toggle-collect="$3" "$bin" --exact --test-threads=1 "transport::sim::cost::$1" >/dev/null
+	awk -v n="$2" '/^(summary|totals):/ { printf "%.0f", $2 / n; exit }' "$out"
 }
-echo "engine instructions per 64-byte RDMA Write ($messages messages, requester and responder):"
-total=0
-for entry in poll_transmit handle_packet poll_completion; do
-	n=$(inside "*::qp::Qp::$entry")
-	printf '  %-16s %s\n' "$entry" "$n"
-	total=$((total + n))
-done
-printf '  %-16s %8d, of which the simulation'"'"'s queues and memory %s\n' "in all" "$total" \
-	"$(inside '*sim::Fake*' | tr -d ' ')"
+# The table for test $1 of $2 messages of $3 request packets each.
+table() {
+	local total=0 n
+	for entry in poll_transmit handle_packet poll_completion; do
+		n=$(inside "$1" "$2" "*::qp::Qp::$entry")
+		printf '  %-16s %8d\n' "$entry" "$n"
+		total=$((total + n))
+	done
+	printf '  %-16s %8d  (%d a request packet), of which the simulation'"'"'s queues and memory %d\n' \
+		"in all" "$total" $((total / $3)) "$(inside "$1" "$2" '*sim::Fake*')"
+}
+echo "engine instructions per message, requester and responder:"
+echo "64-byte RDMA Writes (20,000 messages):"
+table a_stream_of_small_writes_lands_in_order 20000 1
+echo "64 KiB RDMA Writes at path MTU 1024 (500 messages):"
+table a_stream_of_64k_writes_lands_in_order 500 64

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A stream of small RDMA Writes, the shape of perftest's message-rate
-//! figure, run to completion and checked. It is also what
-//! `make profile-engine` runs under callgrind with many more messages
-//! (`RRXE_COST_MESSAGES`) to count the engine's instructions per packet
-//! on the host, where the count does not depend on a guest's scheduling.
+//! Streams of RDMA Writes in perftest's two shapes, run to completion and
+//! checked: 64-byte messages (its message-rate figure) and 64 KiB ones at
+//! path MTU 1024 (its bandwidth figure). They are also what
+//! `make profile-engine` runs under callgrind with more messages
+//! (`RRXE_COST_MESSAGES`) to count the engine's instructions per message
+//! and per packet on the host, where the count does not depend on a
+//! guest's scheduling.
 
 #![cfg(test)]
 
@@ -14,19 +16,20 @@ use super::*;
 
 const RKEY: u32 = 0x99;
 const VA: u64 = 0x40_0000;
-/// Message size of perftest's rate figure.
-const LEN: u32 = 64;
 /// Send queue depth kept posted, as `ib_write_bw -t 128`.
 const DEPTH: usize = 128;
 
-#[test]
-fn a_stream_of_small_writes_lands_in_order() {
+/// Posts `default` messages of `len` bytes (or `RRXE_COST_MESSAGES`),
+/// keeping [`DEPTH`] posted, and checks each completes in order and the
+/// last one's bytes land.
+fn stream_of_writes(len: u32, mtu: u8, default: usize) {
     let messages: usize = std::env::var("RRXE_COST_MESSAGES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000);
-    let mut pair = Pair::connect(Setup::rc(), seed_or(11), Link::PERFECT);
-    pair.nodes[B].add_region(RKEY, VA, vec![0; LEN as usize]);
+        .unwrap_or(default);
+    let setup = Setup { mtu, ..Setup::rc() };
+    let mut pair = Pair::connect(setup, seed_or(11), Link::PERFECT);
+    pair.nodes[B].add_region(RKEY, VA, vec![0; len as usize]);
     let mut posted = 0;
     let mut completed = 0;
     let mut last = Vec::new();
@@ -34,12 +37,12 @@ fn a_stream_of_small_writes_lands_in_order() {
         while posted < messages && posted - completed < DEPTH {
             // Each message overwrites the same bytes with its own number,
             // so the region ends holding the last one.
-            last = vec![posted as u8; LEN as usize];
+            last = vec![posted as u8; len as usize];
             let wqe = SendWqe {
                 wr_id: posted as u64,
                 opcode: SendOpcode::RdmaWrite,
                 flags: SendFlags::SIGNALED,
-                length: LEN,
+                length: len,
                 remote: RemoteAddr { va: VA, rkey: RKEY },
                 ..SendWqe::default()
             };
@@ -47,7 +50,7 @@ fn a_stream_of_small_writes_lands_in_order() {
             posted += 1;
         }
         assert!(
-            pair.run_until(1_000_000, |p| !p.nodes[A].completions.is_empty()),
+            pair.run_until(10_000_000, |p| !p.nodes[A].completions.is_empty()),
             "the stream stalled after {completed} messages"
         );
         // Completions are counted and dropped, so that a long stream
@@ -59,4 +62,15 @@ fn a_stream_of_small_writes_lands_in_order() {
     }
     assert_eq!(pair.nodes[B].mem.regions[&RKEY].data, last);
     assert_eq!(pair.retransmitted, [0, 0]);
+}
+
+#[test]
+fn a_stream_of_small_writes_lands_in_order() {
+    stream_of_writes(64, 1, 1_000);
+}
+
+#[test]
+fn a_stream_of_64k_writes_lands_in_order() {
+    // Path MTU 1024 (code 3): 64 packets a message.
+    stream_of_writes(64 * 1024, 3, 20);
 }
