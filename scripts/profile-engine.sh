@@ -9,9 +9,7 @@
 # commit agree and two commits compare directly (Documentation/rrxe/benchmarks.rst).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v valgrind >/dev/null; then
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
-fi
+command -v valgrind >/dev/null || { echo "profile-engine: no valgrind; make deps installs it" >&2; exit 1; }
 bin=$(CARGO_PROFILE_RELEASE_DEBUG=true cargo test --release --lib --no-run --message-format=json 2>/dev/null |
 	python3 -c 'import json,sys
 for l in sys.stdin:

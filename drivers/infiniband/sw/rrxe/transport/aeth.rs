@@ -87,10 +87,11 @@ impl CreditCode {
     /// 2^k (code 2k) and 1.5 * 2^k (code 2k + 1), up to 2^15 (code 30).
     #[must_use]
     pub const fn from_posted_wqes(posted_wqes: u32) -> Self {
+        const TOP: usize = CREDIT_VALUES.len() - 1;
         let code = if posted_wqes <= 4 {
             posted_wqes
-        } else if posted_wqes >= CREDIT_VALUES[30] {
-            30
+        } else if posted_wqes >= CREDIT_VALUES[TOP] {
+            TOP as u32
         } else {
             let k = 31 - posted_wqes.leading_zeros();
             2 * k + (posted_wqes >= 3 << (k - 1)) as u32
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn encoding_agrees_with_a_search_of_the_table() {
-        for n in 0..=2 * CREDIT_VALUES[30] {
+        for n in 0..=2 * CREDIT_VALUES[CREDIT_VALUES.len() - 1] {
             let searched = CREDIT_VALUES.iter().rposition(|&v| v <= n).unwrap();
             assert_eq!(
                 CreditCode::from_posted_wqes(n).code() as usize,

@@ -329,13 +329,12 @@ impl Requester {
     /// Every packet sent and every ACK looks one up, in a table a stream of
     /// small messages keeps full. The ACKed PSN is mostly in the oldest
     /// slot and the PSN sent in the newest, so those are tried first; then
-    /// a binary search: slots hold
-    /// consecutive PSN ranges in posting order (one without packets an
-    /// empty range where the next begins), and the candidate is the last
-    /// slot beginning at or before `psn`. The order holds because slots
-    /// take their PSNs from `psn_next`, which only RTR to RTS sets, with
-    /// no slot in use, and which each WQE advances by its packets; the
-    /// window keeps a table's span far below 2^23.
+    /// a binary search for the last slot beginning at or before `psn`.
+    /// Slots hold consecutive PSN ranges in posting order (one without
+    /// packets an empty range where the next begins): they take their PSNs
+    /// from `psn_next`, which only RTR to RTS sets, with no slot in use,
+    /// and which each WQE advances by its packets; the window keeps a
+    /// table's span far below 2^23.
     pub(super) fn slot_of(&self, psn: Psn) -> Option<usize> {
         let newest = self.len.checked_sub(1)?;
         if self.slot(0).contains(psn) {
