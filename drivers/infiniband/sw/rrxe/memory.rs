@@ -14,6 +14,59 @@ use crate::transport::qp::memory::{
 };
 use crate::transport::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, Sge};
 use core::cell::Cell;
+use kernel::sync::Arc;
+
+/// The MRs a QP's task last reached through a local key and through a remote one, kept from
+/// one packet to the next within a run: a stream's packets gather from (or land in) the
+/// same MR, and finding it again in the device's table took its lock (interrupts off) and a
+/// reference every packet. Each use checks the MR as a lookup would, so an MR deregistered,
+/// invalidated or re-registered since fails or is looked up again (IBA 10.6.3). Emptied at
+/// the end of every use of the QP's memory (a task run, a Modify, a UD doorbell), in
+/// process context, so that no idle QP keeps a deregistered MR's pages pinned.
+#[derive(Default)]
+pub(crate) struct MrCache {
+    local: MrSlot,
+    remote: MrSlot,
+}
+
+impl MrCache {
+    /// Drops the MRs held. Process context (it may hold the last reference to a user MR).
+    pub(crate) fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+#[derive(Default)]
+struct MrSlot(Option<Arc<mr::MrState>>);
+
+impl MrSlot {
+    /// The MR `key` names, from the slot or the device's table (which then replaces the
+    /// one held): what [`mr::MrTable::lookup`] would return.
+    fn get(&mut self, dev: &DeviceShared, key: u32) -> Option<&mr::MrState> {
+        let hit = matches!(&self.0, Some(mr) if mr.is_valid() && mr.key() == key);
+        if !hit {
+            self.0 = Some(dev.mrs.lookup(key)?);
+        }
+        self.0.as_deref()
+    }
+}
+
+/// An MR reached through an R_Key: held in the cache, or a window's (found anew each time).
+enum Reached<'a> {
+    Cached(&'a mr::MrState),
+    Window(Arc<mr::MrState>),
+}
+
+impl core::ops::Deref for Reached<'_> {
+    type Target = mr::MrState;
+
+    fn deref(&self) -> &mr::MrState {
+        match self {
+            Self::Cached(mr) => mr,
+            Self::Window(mr) => mr,
+        }
+    }
+}
 
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
@@ -26,21 +79,29 @@ pub(crate) struct QpMemory<'a> {
     pd: &'a Cell<PdId>,
     /// The QP: type 2 windows answer only the QP they were bound through.
     qp: QpIncarnation,
+    /// The MR its local keys last named.
+    cache: &'a mut MrCache,
 }
 
 impl<'a> QpMemory<'a> {
-    pub(crate) fn new(dev: &'a DeviceShared, pd: &'a Cell<PdId>, qp: QpIncarnation) -> Self {
+    pub(crate) fn new(
+        dev: &'a DeviceShared,
+        pd: &'a Cell<PdId>,
+        qp: QpIncarnation,
+        cache: &'a mut MrCache,
+    ) -> Self {
         Self {
             grh: None,
             dev,
             pd,
             qp,
+            cache,
         }
     }
 
     /// Copies between `buf` and the SGE list `sge(i)`, starting `offset` bytes into the list.
     fn walk(
-        &self,
+        &mut self,
         sge: impl Fn(u32) -> Option<Sge>,
         offset: u32,
         len: usize,
@@ -61,11 +122,16 @@ impl<'a> QpMemory<'a> {
             }
             let n = ((sge_len - skip) as usize).min(len - done);
             let va = s.addr.checked_add(skip).ok_or(LocalError::Protection)?;
-            let region = self.dev.mrs.lookup(s.lkey).ok_or(LocalError::Protection)?;
+            let pd = self.pd.get();
+            let region = self
+                .cache
+                .local
+                .get(self.dev, s.lkey)
+                .ok_or(LocalError::Protection)?;
             region
-                .check(self.pd.get(), va, n, access)
+                .check(pd, va, n, access)
                 .map_err(|_| LocalError::Protection)?;
-            each(&region, va, done, n)?;
+            each(region, va, done, n)?;
             done += n;
             skip = 0;
         }
@@ -73,24 +139,29 @@ impl<'a> QpMemory<'a> {
     }
 
     fn remote(
-        &self,
+        &mut self,
         (rkey, pd): (u32, PdId),
         va: u64,
         len: usize,
         access: Access,
-    ) -> Result<kernel::sync::Arc<mr::MrState>, RemoteError> {
+    ) -> Result<Reached<'_>, RemoteError> {
         if mw::is_mw_key(rkey) {
             return self
                 .dev
                 .mws
                 .resolve(pd, self.qp, rkey, va, len, access)
+                .map(Reached::Window)
                 .ok_or(RemoteError::Access);
         }
-        let region = self.dev.mrs.lookup(rkey).ok_or(RemoteError::Access)?;
+        let region = self
+            .cache
+            .remote
+            .get(self.dev, rkey)
+            .ok_or(RemoteError::Access)?;
         region
             .check(pd, va, len, access)
             .map_err(|_| RemoteError::Access)?;
-        Ok(region)
+        Ok(Reached::Cached(region))
     }
 }
 

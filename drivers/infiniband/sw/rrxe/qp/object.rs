@@ -28,7 +28,7 @@ use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
 use crate::glue::task::{impl_has_task, now_ns, Kick, Kicks, Place, Task};
 use crate::incarnation::QpIncarnation;
-use crate::memory::QpMemory;
+use crate::memory::{MrCache, QpMemory};
 use crate::params;
 use crate::quota::Charge;
 use crate::shared::DeviceShared;
@@ -39,7 +39,7 @@ use crate::transport::qp::state::{QpState, QpType};
 use crate::transport::qp::{Qp as Engine, MAX_PACKET_LEN};
 use crate::wq::{RecvRing, RqPoster, SendRing, SqPoster};
 use core::cell::Cell;
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -86,6 +86,14 @@ pub(crate) struct QpShared {
     pub(super) posters: IrqSpinLock<Posters>,
     /// Set by destroy before it returns; from then on the task delivers nothing.
     pub(super) destroyed: AtomicBool,
+    /// Whether the QP is connected (RC, UC, XRC): its doorbell leaves the send queue to
+    /// the task and so never waits for the QP's mutex.
+    connected: bool,
+    /// The responder's MSN as the task last left it, stored after each packet the task
+    /// takes in, so that a doorbell reads it without the QP's mutex.
+    pub(super) msn: AtomicU32,
+    /// [`QpShared::msn`] at the last user doorbell: whether messages arrived in between.
+    doorbell_msn: AtomicU32,
     /// The QP's consumer (its number, its event handler), for deliveries.
     pub(super) handle: QpHandle,
     /// Where the QP is in the device's table: its number, but for the GSI QP of a port
@@ -124,8 +132,8 @@ pub(super) struct QpCore {
     pub(super) xrc: Option<XrcTarget>,
     /// A transmit buffer for one packet.
     pub(super) tx: KVec<u8>,
-    /// The engine's MSN at the last user doorbell: whether messages arrived in between.
-    pub(super) doorbell_msn: u32,
+    /// The MRs the engine's last accesses reached, for the next ones of the same use.
+    pub(super) mrs: MrCache,
 }
 
 impl QpCore {
@@ -143,7 +151,7 @@ impl QpCore {
         f: impl FnOnce(&mut Engine, &mut Io<'_>, &mut KVec<u8>) -> R,
     ) -> R {
         let pd = Cell::new(self.pd);
-        let mut mem = QpMemory::new(&self.dev, &pd, self.incarnation);
+        let mut mem = QpMemory::new(&self.dev, &pd, self.incarnation, &mut self.mrs);
         mem.grh = grh;
         let mut lookup;
         let mut none = NoXrcSrqs;
@@ -346,8 +354,9 @@ pub(crate) fn create(
         recv_cq: init.recv_cq.map(RrxeCq::shared),
         xrc,
         tx: KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?,
-        doorbell_msn: 0,
+        mrs: MrCache::default(),
     };
+    let connected = init.qp_type.is_connected();
     let outbox = Outbox::new()?;
     let backlog = Backlog::new()?;
     let shared = Arc::pin_init(
@@ -366,6 +375,9 @@ pub(crate) fn create(
                 &POST_LOCK
             ),
             destroyed: AtomicBool::new(false),
+            connected,
+            msn: AtomicU32::new(0),
+            doorbell_msn: AtomicU32::new(0),
             handle,
             index,
         }),
@@ -387,9 +399,7 @@ pub(crate) fn create(
 pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
     let shared = &qp.shared;
     drop(qps.qps.remove(shared.index));
-    shared
-        .destroyed
-        .store(true, core::sync::atomic::Ordering::Release);
+    shared.destroyed.store(true, Ordering::Release);
     shared.task.shutdown();
     // Taken out in process context, so that whatever may sleep to free (rings, MR
     // references, CQs) goes here and not with the last reference, which a packet
@@ -417,35 +427,38 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
     };
     let mut place = Place::Here;
     if user {
-        // A user QP's doorbell is its post_send system call (process context): the new
-        // WQEs are taken now, so each UD WQE's AH is resolved while the consumer still
-        // holds it. A UD QP's datagrams also leave now, as rdma_rxe's requester used to
-        // send them from the system call: mckey and its like post unsignalled Sends and
-        // destroy the QP right away, which discards whatever is still queued. The task,
-        // kicked below, delivers their completions.
-        let mut kicks = Kicks::new();
-        if let Some(core) = qp.shared.core.lock().as_mut() {
-            core.snapshot_sends();
-            // A doorbell after messages arrived from the peer is likely an answer to them,
-            // as in a ping-pong, where the process waits for the next one anyway: its run
-            // is here, with no other CPU to wake. One with none in between feeds a stream
-            // (or waits on its own requests): its run goes to the next CPU, and the
-            // process keeps this one to go on posting (rrxe's 64-byte rate in loopback
-            // went from 0.3 to 1.2 of rdma_rxe's; Documentation/rrxe/benchmarks.rst).
-            let msn = core.engine.msn();
-            if msn == core.doorbell_msn {
-                place = Place::Beside;
-            }
-            core.doorbell_msn = msn;
-            if !core.engine.context().qp_type.is_connected() {
+        let shared = &qp.shared;
+        // A doorbell after messages arrived from the peer is likely an answer to them, as
+        // in a ping-pong, where the process waits for the next one anyway: its run is
+        // here, with no other CPU to wake. One with none in between feeds a stream (or
+        // waits on its own requests): its run goes to the next CPU, and the process keeps
+        // this one to go on posting (rrxe's 64-byte rate in loopback went from 0.3 to 1.2
+        // of rdma_rxe's; Documentation/rrxe/benchmarks.rst).
+        let msn = shared.msn.load(Ordering::Relaxed);
+        if shared.doorbell_msn.swap(msn, Ordering::Relaxed) == msn {
+            place = Place::Beside;
+        }
+        // A connected QP's WQEs wait in the ring for the task, which takes them at the
+        // start of its run: the doorbell does not wait for a run going on the other CPU
+        // (the poster of a 64-byte stream spent more time spinning on the QP's mutex than
+        // anywhere else in the driver). A UD QP's WQEs are taken now, so each one's AH is
+        // resolved while the consumer still holds it, and its datagrams leave now, as
+        // rdma_rxe's requester used to send them from the system call: mckey and its like
+        // post unsignalled Sends and destroy the QP right away, which discards whatever is
+        // still queued. The task, kicked below, delivers their completions.
+        if !shared.connected {
+            let mut kicks = Kicks::new();
+            if let Some(core) = shared.core.lock().as_mut() {
+                core.snapshot_sends();
                 let mut sent = 0;
                 while sent < DOORBELL_BUDGET && core.transmit(qp.qpn(), &mut kicks) {
                     sent += 1;
                 }
+                core.mrs.clear();
             }
+            // Datagrams looped back to QPs of this host, kicked once each.
+            kicks.fire(Place::Here);
         }
-        // Datagrams looped back to QPs of this host, kicked once each.
-        kicks.fire(Place::Here);
     }
     Task::deferred(qp.shared.clone()).fire(place);
     Ok(())
@@ -533,11 +546,14 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
             timeout: alt.timeout,
         });
     }
-    core.io(None, |engine, io, _| engine.modify(now_ns(), &req, io))
-        .map_err(|e| {
-            pr_debug!("qp {}: modify refused: {:?}\n", shared.handle.qpn(), e);
-            EINVAL
-        })?;
+    let modified = core.io(None, |engine, io, _| engine.modify(now_ns(), &req, io));
+    core.mrs.clear();
+    // A reset starts the MSN again.
+    shared.msn.store(core.engine.msn(), Ordering::Relaxed);
+    modified.map_err(|e| {
+        pr_debug!("qp {}: modify refused: {:?}\n", shared.handle.qpn(), e);
+        EINVAL
+    })?;
     if let Some(av) = m.av {
         core.paths[usize::from(primary.0)] = Some(av);
     }

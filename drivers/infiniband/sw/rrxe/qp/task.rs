@@ -6,19 +6,18 @@
 //! the timer at the engine's next deadline. Received packets are queued to it from the
 //! receive path; doorbells and Modify kick it.
 
-use super::backlog::Backlog;
 use super::object::{srq_of, QpCore, QpShared};
 use super::outbox::{Outbox, Queue};
 use crate::glue::net::{self, IpAddr, RxPacket};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
-use crate::glue::sync::IrqSpinLock;
 use crate::glue::task::{now_ns, Kick, Kicks, Place, Task, TaskOwner};
 use crate::shared::DeviceShared;
 use crate::transport::packet;
 use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
 use crate::transport::qp::context::PathHandle;
 use crate::transport::qp::io::{Arrival, Dest};
+use core::sync::atomic::Ordering;
 use kernel::sync::Arc;
 
 /// Packets a task run takes in, and sends, before it yields and queues itself again.
@@ -53,7 +52,7 @@ impl TaskOwner for QpShared {
             // The run's own reference: the counters are added to after the mutex is released.
             let dev = core.dev.clone();
             outbox.begin(core.send_cq.as_ref(), core.recv_cq.as_ref(), srq_of(core));
-            let left = core.step(&dev, &this.rx, &this.handle, outbox);
+            let left = core.step(&dev, this, outbox);
             let deadline = core.engine.poll_timeout();
             let counters = &dev.counters;
             counters.qp_task_runs.inc();
@@ -94,13 +93,8 @@ impl TaskOwner for QpShared {
 impl QpCore {
     /// One run's work under the QP's mutex (`dev` is the QP's device); returns what it
     /// left for another.
-    fn step(
-        &mut self,
-        dev: &DeviceShared,
-        rx: &IrqSpinLock<Backlog>,
-        qp: &QpHandle,
-        outbox: &mut Outbox,
-    ) -> Left {
+    fn step(&mut self, dev: &DeviceShared, shared: &QpShared, outbox: &mut Outbox) -> Left {
+        let (rx, qp) = (&shared.rx, &shared.handle);
         self.snapshot_sends();
         let pmtu = self.engine.context().path_mtu.bytes();
         let qp_type = self.engine.context().qp_type;
@@ -122,6 +116,9 @@ impl QpCore {
                     self.io(grh, |engine, io, _| {
                         engine.handle_packet(now, &p, arrival, io)
                     });
+                    // At once, for the doorbell of a consumer answering this message: it may
+                    // see the message (its data, its completion) before this run ends.
+                    shared.msn.store(self.engine.msn(), Ordering::Relaxed);
                     // Completions now, while the datagram's network type is known.
                     self.collect(qp, outbox, ud, Some(pkt.src_ip().is_v4()));
                 }
@@ -144,6 +141,7 @@ impl QpCore {
             sent += 1;
         }
         self.collect(qp, outbox, ud, None);
+        self.mrs.clear();
         let stats = self.engine.take_stats();
         if !stats.is_zero() {
             dev.counters.add_transport(&stats);
