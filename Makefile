@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine test-host provider lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine profile-guest test-host provider lint clean
 
 all: module
 
@@ -71,6 +71,11 @@ bench-sweep:
 # two commits compare without a VM (scripts/profile-engine.sh).
 profile-engine: deps
 	@scripts/profile-engine.sh
+
+# Where the guest's CPU time goes while perftest runs on rrxe and rdma_rxe in loopback,
+# sampled by perf in the guest (selftests/rrxe/profile-local.sh).
+profile-guest:
+	@scripts/bench.sh profile
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi

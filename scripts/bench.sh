@@ -5,6 +5,8 @@
 # the same comparison in one VM, loopback on one device (selftests/rrxe/bench-local.sh);
 # BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount);
 # BENCH_SWEEP=1 (`make bench-sweep`) runs the sizes, QP counts and MTUs there instead.
+# `scripts/bench.sh profile` (`make profile-guest`): perftest in that VM under the guest's perf
+# (selftests/rrxe/profile-local.sh).
 # See Documentation/rrxe/benchmarks.rst.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +24,10 @@ envs=()
 for v in $(compgen -v BENCH_); do
 	envs+=(--env "$v=${!v}")
 done
+if [ "${1:-}" = profile ]; then
+	exec scripts/vm.sh --variant release --timeout 3600 --out "$out" "${envs[@]}" \
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/profile-local.sh
+fi
 if [ "${1:-}" = local ]; then
 	icount=()
 	[ -z "${BENCH_ICOUNT:-}" ] || icount=(--icount "$BENCH_ICOUNT")

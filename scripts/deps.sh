@@ -10,7 +10,7 @@ PKGS=(
 	qemu-system-x86
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils python3-pyverbs libibverbs-dev
 	iproute2 tshark busybox-static procps patch
-	valgrind
+	valgrind linux-perf
 )
 
 missing=()

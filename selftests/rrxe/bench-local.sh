@@ -53,15 +53,10 @@ kernel_ticks() {
 # for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message); on rrxe,
 # QP task runs and timer arms a message (an iteration) to fig[KEY,runs] and fig[KEY,arms].
 perf() {
-	local key=$1 kind=$2 prog=$3 out row t0 t1 w0 w1 i
+	local key=$1 kind=$2 prog=$3 out row t0 t1 w0 w1
 	shift 3
-	port=$((port + 1))
-	"$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" >/dev/null 2>&1 &
-	local server=$!
-	for i in $(seq 100); do
-		ss -Hltn "sport = :$port" | grep -q . && break
-		sleep 0.1
-	done
+	local server
+	start_server "$prog" "$@"
 	w0=$(work_counts)
 	t0=$(kernel_ticks)
 	out=$(timeout 300 "$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" "$ADDR" 2>&1) || rc=1

@@ -10,8 +10,24 @@
 #   median KEY         the median alone
 #   spread KEY         (max - min) / median in percent, or "-"
 #   ratio KEY1 KEY2    median(KEY1) / median(KEY2), or "-"
+#   start_server PROG ARGS...
+#                      start PROG's perftest server on $dev (set by bench_device) at the
+#                      next port ($port, which the caller starts at a free one) and wait
+#                      until it listens; its PID in $server
 
 declare -A fig
+
+start_server() {
+	local prog=$1 i
+	shift
+	port=$((port + 1))
+	"$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" >/dev/null 2>&1 &
+	server=$!
+	for i in $(seq 100); do
+		ss -Hltn "sport = :$port" | grep -q . && return
+		sleep 0.1
+	done
+}
 
 bench_device() {
 	dev=${1#rdma_}0
