@@ -79,7 +79,7 @@ pub(crate) struct QpMemory<'a> {
     pd: &'a Cell<PdId>,
     /// The QP: type 2 windows answer only the QP they were bound through.
     qp: QpIncarnation,
-    /// The MR its local keys last named.
+    /// The MRs its L_Keys and R_Keys last reached, kept for the rest of the use.
     cache: &'a mut MrCache,
 }
 
