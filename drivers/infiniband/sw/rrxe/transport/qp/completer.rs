@@ -340,8 +340,10 @@ impl Requester {
     /// unsignaled successful WQEs retire silently, errors always complete).
     /// With `flush` set (QP in ERR, or SQE), unfinished WQEs and those
     /// never started complete with WrFlushErr. Stops when the completion
-    /// ring is full; the next call resumes.
-    pub(super) fn retire(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) {
+    /// ring is full; the next call resumes. Returns whether it completed the
+    /// WQE a halted requester waited on (see `Requester::fail_local`): the
+    /// QP's local error now applies.
+    pub(super) fn retire(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) -> bool {
         while self.len > 0 && !out.completions.is_full() {
             let slot = *self.slot(0);
             let status = match slot.done {
@@ -355,9 +357,13 @@ impl Requester {
             io.sq.retire(slot.index);
             self.head = (self.head + 1) % super::requester::MAX_INFLIGHT_WQES;
             self.len -= 1;
+            if status != WcStatus::Success && self.halted && !flush {
+                self.halted = false;
+                return true;
+            }
         }
         if !flush {
-            return;
+            return false;
         }
         while self.sq_next != io.sq.producer() && !out.completions.is_full() {
             let index = self.sq_next;
@@ -374,6 +380,7 @@ impl Requester {
             io.sq.retire(index);
             self.sq_next = index.wrapping_add(1);
         }
+        false
     }
 }
 

@@ -401,7 +401,12 @@ impl Qp {
 
     fn retire(&mut self, io: &mut Io<'_>) {
         let flush = matches!(self.ctx.state, QpState::Err | QpState::Sqe);
-        self.req.retire(io, &mut self.out, flush);
+        if self.req.retire(io, &mut self.out, flush) {
+            // The local error a halted requester held back, now that the WQEs
+            // before it have completed: only RC halts, and RC enters ERR.
+            self.enter_error(io);
+            self.req.retire(io, &mut self.out, true);
+        }
         if self.ctx.state == QpState::Sqd && self.req.is_idle() && !self.req.drained_reported {
             self.req.drained_reported = true;
             // IBA 11.6.3.1: the event is only raised when the consumer asked

@@ -170,6 +170,10 @@ pub(super) struct Requester {
     pub(super) guard_resent: bool,
     pub(super) noack_pkts: u32,
     pub(super) drained_reported: bool,
+    /// An RC WQE failed locally behind earlier ones still unacknowledged: it
+    /// completes, with its status, once they have, and only then does the QP
+    /// enter ERR (see [`Requester::fail_local`]); nothing starts meanwhile.
+    pub(super) halted: bool,
     /// Events counted since the glue last drained them; a reset keeps them.
     pub(super) stats: QpStats,
 }
@@ -233,6 +237,7 @@ impl Requester {
             guard_resent: false,
             noack_pkts: 0,
             drained_reported: false,
+            halted: false,
             stats: QpStats::ZERO,
         }
     }
@@ -273,6 +278,7 @@ impl Requester {
             guard_resent,
             noack_pkts,
             drained_reported,
+            halted,
             stats: _,
         } = self;
         *head = FRESH.head;
@@ -298,6 +304,7 @@ impl Requester {
         *retry_guard = FRESH.retry_guard;
         *guard_resent = FRESH.guard_resent;
         *noack_pkts = FRESH.noack_pkts;
+        *halted = FRESH.halted;
         *drained_reported = FRESH.drained_reported;
     }
 
@@ -520,6 +527,7 @@ impl Requester {
         // An XRC target has no send queue of its own (IBA Annex A14): it
         // only answers.
         if attrs.qp_type == QpType::XrcTgt
+            || self.halted
             || self.sq_next == io.sq.producer()
             || self.len == MAX_INFLIGHT_WQES
         {
@@ -610,22 +618,43 @@ impl Requester {
             limited,
             done: invalid,
         };
-        if invalid.is_some() {
-            return Err(Fault::local(attrs.service()));
+        if let Some(status) = invalid {
+            return self.fail_local(pos, status, attrs);
         }
         if let SendOpcode::Local(op) = wqe.opcode {
-            let status = match io.mem.local_operation(&op) {
-                Ok(()) => WcStatus::Success,
-                Err(err) => err.status(),
+            return match io.mem.local_operation(&op) {
+                Ok(()) => {
+                    self.slot_mut(pos).done = Some(WcStatus::Success);
+                    Ok(Start::Local)
+                }
+                Err(err) => self.fail_local(pos, err.status(), attrs),
             };
-            self.slot_mut(pos).done = Some(status);
-            if status != WcStatus::Success {
-                return Err(Fault::local(attrs.service()));
-            }
-            return Ok(Start::Local);
         }
         self.psn_next = self.psn_next.wrapping_add(npkts);
         Ok(Start::Wire)
+    }
+
+    /// The WQE at `pos`, the newest, failed locally with `status` before any
+    /// packet of it left. On UC and UD, and on RC with nothing before it
+    /// still in flight, the fault applies now. On RC with earlier WQEs
+    /// unacknowledged, those were sent and may well have been executed: the
+    /// requester starts nothing more but goes on taking their ACKs (and
+    /// retransmitting them), so that they complete with their outcome rather
+    /// than flushed, and the failed WQE completes after them, in order
+    /// (IBA 10.8.3.1), moving the QP to ERR then ([`Requester::retire`]).
+    fn fail_local(
+        &mut self,
+        pos: usize,
+        status: WcStatus,
+        attrs: &QpContext,
+    ) -> Result<Start, Fault> {
+        self.slot_mut(pos).done = Some(status);
+        let waiting = (0..pos).any(|i| self.slot(i).done.is_none());
+        if attrs.service() == Service::Rc && waiting {
+            self.halted = true;
+            return Ok(Start::Nothing);
+        }
+        Err(Fault::local(attrs.service()))
     }
 
     /// Builds the next request packet, new or retransmitted.
@@ -847,6 +876,17 @@ impl Requester {
         let len = match len {
             Ok(len) => len,
             Err(WriteError::Local(err)) => {
+                // The first packet of the newest WQE, never sent: the WQE gives its
+                // PSNs (and SSN) back, having sent nothing, and fails as one refused
+                // at its start does.
+                if first && !retransmission && pos + 1 == self.len {
+                    self.psn_next = psn;
+                    if slot.npkts > 0 {
+                        self.next_ssn = slot.ssn;
+                    }
+                    self.slot_mut(pos).npkts = 0;
+                    return self.fail_local(pos, err.status(), attrs).map(|_| None);
+                }
                 self.slot_mut(pos).done = Some(err.status());
                 return Err(Fault::local(attrs.service()));
             }

@@ -1109,6 +1109,98 @@ fn message_above_two_gib_is_a_local_length_error() {
     assert!(p.nodes[B].recv_completions().is_empty());
 }
 
+/// Sends 0 and 1, then `bad` (which fails locally), then Send 3, all
+/// signaled, from A to B over `link`, until A has four completions.
+fn local_error_behind(seed: u64, link: Link, bad: SendWqe, bad_data: Option<Vec<u8>>) -> Pair {
+    let mut p = Pair::connect(Setup::rc(), seed, link);
+    for i in 0..4 {
+        p.nodes[B].post_recv(10 + i, 100);
+    }
+    let send = |wr_id| SendWqe {
+        wr_id,
+        length: 100,
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(send(0), vec![1; 100]);
+    p.nodes[A].post_send(send(1), vec![2; 100]);
+    let i = p.nodes[A].post_send(bad, bad_data.clone().unwrap_or_default());
+    if bad_data.is_none() {
+        // Its buffer is gone: gathering its first packet is a protection error.
+        p.nodes[A].mem.send_bufs.remove(&i);
+    }
+    p.nodes[A].post_send(send(3), vec![3; 100]);
+    let done = p.run_until(2_000_000, |p| p.nodes[A].send_completions().len() == 4);
+    assert!(
+        done,
+        "seed {seed}: A completed {:?}",
+        p.nodes[A].send_completions()
+    );
+    p
+}
+
+#[test]
+fn local_error_completes_after_the_wqes_before_it() {
+    // IBA 10.8.3.1: completions in order. The two Sends before the failing
+    // WQE were sent, and the responder executes them: they complete with
+    // their outcome, not flushed, and the QP enters ERR at the failing one.
+    // With losses, they are retransmitted while the requester is halted.
+    let bad_buffer = SendWqe {
+        wr_id: 2,
+        length: 100,
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    let too_long = SendWqe {
+        wr_id: 2,
+        length: (1 << 31) + 8,
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    let lossy = Link {
+        loss: 0.25,
+        ..Link::PERFECT
+    };
+    for (bad, data, status) in [
+        (bad_buffer, None, WcStatus::LocProtErr),
+        (too_long, Some(vec![]), WcStatus::LocLenErr),
+    ] {
+        for (seed, link) in [(1, Link::PERFECT)]
+            .into_iter()
+            .chain((2..12).map(|s| (s, lossy)))
+        {
+            let p = local_error_behind(seed, link, bad, data.clone());
+            let c: Vec<_> = p.nodes[A]
+                .send_completions()
+                .iter()
+                .map(|c| (c.wr_id, c.status))
+                .collect();
+            assert_eq!(
+                c,
+                [
+                    (0, WcStatus::Success),
+                    (1, WcStatus::Success),
+                    (2, status),
+                    (3, WcStatus::WrFlushErr)
+                ],
+                "seed {seed}"
+            );
+            assert_eq!(p.nodes[A].qp.state(), QpState::Err);
+            let r: Vec<_> = p.nodes[B]
+                .recv_completions()
+                .iter()
+                .map(|c| (c.wr_id, c.status))
+                .collect();
+            assert_eq!(
+                r,
+                [(10, WcStatus::Success), (11, WcStatus::Success)],
+                "seed {seed}"
+            );
+            assert_ne!(p.nodes[B].qp.state(), QpState::Err);
+        }
+    }
+}
+
 #[test]
 fn modify_to_error_flushes_both_queues() {
     let mut p = Pair::connect(Setup::rc(), 8, Link::PERFECT);
