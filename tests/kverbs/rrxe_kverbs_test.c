@@ -28,7 +28,8 @@
  *     SQD->RTS on IB_EVENT_SQ_DRAINED; traffic must flow afterwards.
  *  5. ib_post_send() racing ib_modify_qp() to RESET (see kv_t5_race()).
  *  6. Fast-register MRs over non-contiguous pages with a first-page offset;
- *     Local Invalidate, Send with Invalidate, and Fast Registers that must fail.
+ *     Local Invalidate, Send with Invalidate, and Fast Registers that must fail;
+ *     a key invalidated by one WR of a posted list and used by the next.
  *  7. SGE lists at odd offsets and lengths through the local DMA L_Key, and a
  *     receive buffer too small for the message.
  *  8. Path migration (IBA 17.2.8) on devices that claim IB_DEVICE_AUTO_PATH_MIG:
@@ -1970,6 +1971,164 @@ static bool kv_t6_inv(struct kv_ctx *c, struct kv_pair *p, u32 rkey, u64 wr_id)
 	return st == IB_WC_SUCCESS || kv_t6_fresh(c, p);
 }
 
+/*
+ * Registers @mr again on A and has B post, as one list, an RDMA Write of 8
+ * bytes to @raddr through its R_Key, a Send with Invalidate of that R_Key and
+ * a second RDMA Write of other bytes to @raddr: the first two must succeed,
+ * the second Write fail with IB_WC_REM_ACCESS_ERR, and the pages must hold
+ * the first Write's bytes. @lb is B's buffer (local DMA L_Key).
+ */
+static bool kv_t6_batch_remote(struct kv_ctx *c, struct kv_pair *p,
+			       struct ib_mr *mr, struct kv_pages *pg, u64 raddr,
+			       struct kv_buf *lb)
+{
+	u32 lkey = c->pd->local_dma_lkey;
+	struct ib_sge s1, s2, s3, rs;
+	struct ib_rdma_wr w1, w2;
+	struct ib_send_wr inv;
+	struct ib_wc wc;
+	u8 got[8];
+	u32 rkey;
+	bool ok;
+
+	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	rkey = mr->rkey;
+	if (kv_post_reg(p->s[0].qp, 40, mr, KV_ACCESS_MR) ||
+	    !kv_expect(&p->s[0], 40, IB_WC_SUCCESS, NULL)) {
+		kv_info("registering the MR again failed");
+		return false;
+	}
+	/* A's receive for the Send: 64 bytes of its own buffer at 3 KiB. */
+	rs = kv_sge(lb, 3072, 64, lkey);
+	if (kv_post_recv(&p->s[0], 41, &rs, 1))
+		return false;
+	kv_fill(lb->va + 2048, 8, 71);
+	kv_fill(lb->va + 2056, 8, 81);
+	kv_fill(lb->va + 2064, 64, 91);
+	kv_buf_dev(c, lb);
+	s1 = kv_sge(lb, 2048, 8, lkey);
+	s2 = kv_sge(lb, 2064, 64, lkey);
+	s3 = kv_sge(lb, 2056, 8, lkey);
+	w1 = (struct ib_rdma_wr){
+		.wr = { .wr_id = 42, .opcode = IB_WR_RDMA_WRITE, .sg_list = &s1,
+			.num_sge = 1, .send_flags = IB_SEND_SIGNALED, .next = &inv },
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+	inv = (struct ib_send_wr){
+		.wr_id = 43, .opcode = IB_WR_SEND_WITH_INV, .sg_list = &s2,
+		.num_sge = 1, .send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = rkey, .next = &w2.wr,
+	};
+	w2 = (struct ib_rdma_wr){
+		.wr = { .wr_id = 44, .opcode = IB_WR_RDMA_WRITE, .sg_list = &s3,
+			.num_sge = 1, .send_flags = IB_SEND_SIGNALED },
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+	if (kv_post(p->s[1].qp, &w1.wr))
+		return false;
+	ok = kv_expect(&p->s[1], 42, IB_WC_SUCCESS, NULL) &&
+	     kv_expect(&p->s[1], 43, IB_WC_SUCCESS, NULL) &&
+	     kv_expect(&p->s[1], 44, IB_WC_REM_ACCESS_ERR, NULL);
+	ok = kv_expect(&p->s[0], 41, IB_WC_SUCCESS, &wc) && ok;
+	if (ok && (!(wc.wc_flags & IB_WC_WITH_INVALIDATE) ||
+		   wc.ex.invalidate_rkey != rkey)) {
+		kv_info("receive completion: wc_flags 0x%x invalidate_rkey 0x%x (R_Key 0x%x)",
+			wc.wc_flags, wc.ex.invalidate_rkey, rkey);
+		ok = false;
+	}
+	kv_pages_sync(c, pg, true);
+	kv_pages_copy(pg, raddr - mr->iova, got, 8, false);
+	if (kv_check(got, 8, 71) >= 0) {
+		kv_info("the pages do not hold the first Write's bytes%s",
+			kv_check(got, 8, 81) < 0 ? " but the second's" : "");
+		ok = false;
+	}
+	return ok;
+}
+
+/*
+ * Registers @mr again on A and has A post, as one list, a Send of 64 bytes of
+ * the MR's pages through its L_Key, a Local Invalidate of that key and a
+ * second Send through it: the first two must succeed and the second Send
+ * fail with IB_WC_LOC_PROT_ERR and never leave; B receives the first into
+ * @lb (and has @rb posted for the second).
+ */
+static bool kv_t6_batch_local(struct kv_ctx *c, struct kv_pair *p,
+			      struct ib_mr *mr, struct kv_pages *pg, u64 iova,
+			      struct kv_buf *lb, struct kv_buf *rb)
+{
+	u32 lkey = c->pd->local_dma_lkey;
+	struct ib_send_wr s1, inv, s2;
+	struct ib_sge sg, rs1, rs2;
+	struct ib_wc wc;
+	u8 want[64];
+	int st[3], i;
+	u32 key;
+	bool ok;
+
+	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	if (kv_post_reg(p->s[0].qp, 50, mr, KV_ACCESS_MR) ||
+	    !kv_expect(&p->s[0], 50, IB_WC_SUCCESS, NULL)) {
+		kv_info("registering the MR again failed");
+		return false;
+	}
+	key = mr->lkey;
+	kv_fill(want, 64, 101);
+	kv_pages_copy(pg, 0, want, 64, true);
+	kv_pages_sync(c, pg, false);
+	memset(want, 0, 64);
+	rs1 = kv_sge(lb, 3072, 64, lkey);
+	rs2 = kv_sge(rb, 0, 64, lkey);
+	if (kv_post_recv(&p->s[1], 51, &rs1, 1) ||
+	    kv_post_recv(&p->s[1], 52, &rs2, 1))
+		return false;
+	sg = (struct ib_sge){ .addr = iova, .length = 64, .lkey = key };
+	s1 = (struct ib_send_wr){
+		.wr_id = 53, .opcode = IB_WR_SEND, .sg_list = &sg, .num_sge = 1,
+		.send_flags = IB_SEND_SIGNALED, .next = &inv,
+	};
+	inv = (struct ib_send_wr){
+		.wr_id = 54, .opcode = IB_WR_LOCAL_INV,
+		.send_flags = IB_SEND_SIGNALED, .ex.invalidate_rkey = key,
+		.next = &s2,
+	};
+	s2 = s1;
+	s2.wr_id = 55;
+	s2.next = NULL;
+	if (kv_post(p->s[0].qp, &s1))
+		return false;
+	/*
+	 * In order (IBA 10.8.3.1). The first Send left before the error and B
+	 * executes it: it completes successfully, as does the Local Invalidate,
+	 * and only then the failed Send, moving A to ERR.
+	 */
+	for (i = 0; i < 3; i++) {
+		st[i] = kv_status(&p->s[0], 53 + i);
+		if (st[i] < 0)
+			return false;
+	}
+	kv_info("A's completions: %s, %s, %s", ib_wc_status_msg(st[0]),
+		ib_wc_status_msg(st[1]), ib_wc_status_msg(st[2]));
+	ok = st[0] == IB_WC_SUCCESS && st[1] == IB_WC_SUCCESS &&
+	     st[2] == IB_WC_LOC_PROT_ERR;
+	/* The first Send's bytes arrived; the second Send never left. */
+	if (!kv_expect(&p->s[1], 51, IB_WC_SUCCESS, NULL))
+		return false;
+	kv_buf_cpu(c, lb);
+	if (kv_check(lb->va + 3072, 64, 101) >= 0) {
+		kv_info("the received bytes are not the MR's");
+		ok = false;
+	}
+	if (ib_poll_cq(p->s[1].cq, 1, &wc) != 0) {
+		kv_info("B has a second completion: wr_id %llu status %s", wc.wr_id,
+			ib_wc_status_msg(wc.status));
+		ok = false;
+	}
+	return ok;
+}
+
 static void kv_t6_frmr(struct kv_ctx *c)
 {
 	const size_t o1 = PAGE_SIZE - KV_T6_OFF - 150;	/* crosses a page */
@@ -2155,6 +2314,24 @@ static void kv_t6_frmr(struct kv_ctx *c)
 	     kv_expect(&p.s[1], 33, IB_WC_REM_ACCESS_ERR, NULL);
 	kv_report(c, ok,
 		  "FRMR: RDMA Write with the remotely invalidated R_Key fails with IB_WC_REM_ACCESS_ERR");
+
+	/*
+	 * Invalidations between two WRs of one list. A device may keep the MR it
+	 * last reached through a key while it works through a batch of packets
+	 * or WQEs (rrxe does, for a task run); the key must still be checked
+	 * anew at each use, so an MR invalidated by the WR before is dead for
+	 * the WR after (IBA 10.6.6: an invalidated key is no longer usable).
+	 */
+	if (!kv_t6_fresh(c, &p))
+		goto pair_failed;
+	ok = kv_t6_batch_remote(c, &p, mr, pg, iova + o1, &lb);
+	kv_report(c, ok,
+		  "FRMR: one list of RDMA Write, Send with Invalidate, RDMA Write through one R_Key: the second Write fails and leaves the pages alone");
+	if (!kv_t6_fresh(c, &p))
+		goto pair_failed;
+	ok = kv_t6_batch_local(c, &p, mr, pg, iova, &lb, &ab);
+	kv_report(c, ok,
+		  "FRMR: one list of Send, Local Invalidate, Send through one L_Key: the first two succeed, the second Send fails with IB_WC_LOC_PROT_ERR");
 	goto out;
 pair_failed:
 	kv_report(c, false, "FRMR: a fresh RC QP pair");
