@@ -18,7 +18,7 @@ mod xrc;
 use super::aeth::Syndrome;
 use super::packet;
 use super::psn::Msn;
-use super::qp::completion::{AsyncEvent, Completion};
+use super::qp::completion::{AsyncEvent, Completion, WcStatus};
 use super::qp::memory::{AtomicOp, LocalError, Memory, PdOf, RKey, RemoteAccess, RemoteError};
 use super::qp::wqe::{LocalOp, RecvQueue, RecvWqe, SendQueue, SendWqe, Sge};
 use super::qp::{
@@ -447,6 +447,20 @@ impl Node {
             .copied()
             .collect()
     }
+
+    /// The send completions as (wr_id, status), what most tests compare.
+    pub fn send_outcomes(&self) -> Vec<(u64, WcStatus)> {
+        outcomes(&self.send_completions())
+    }
+
+    /// The receive completions as (wr_id, status).
+    pub fn recv_outcomes(&self) -> Vec<(u64, WcStatus)> {
+        outcomes(&self.recv_completions())
+    }
+}
+
+fn outcomes(c: &[Completion]) -> Vec<(u64, WcStatus)> {
+    c.iter().map(|c| (c.wr_id, c.status)).collect()
 }
 
 /// Channel impairments, per packet and independent per direction.
