@@ -1971,6 +1971,24 @@ static bool kv_t6_inv(struct kv_ctx *c, struct kv_pair *p, u32 rkey, u64 wr_id)
 	return st == IB_WC_SUCCESS || kv_t6_fresh(c, p);
 }
 
+/* A fresh key for @mr and a Fast Register of it on @s (KV_ACCESS_MR) that completes. */
+static bool kv_t6_reg(struct kv_side *s, struct ib_mr *mr, u64 wr_id)
+{
+	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	return !kv_post_reg(s->qp, wr_id, mr, KV_ACCESS_MR) &&
+	       kv_expect(s, wr_id, IB_WC_SUCCESS, NULL);
+}
+
+/* Whether receive completion @wc reports the invalidation of @rkey. */
+static bool kv_t6_invalidated(const struct ib_wc *wc, u32 rkey)
+{
+	if ((wc->wc_flags & IB_WC_WITH_INVALIDATE) && wc->ex.invalidate_rkey == rkey)
+		return true;
+	kv_info("receive completion: wc_flags 0x%x invalidate_rkey 0x%x (R_Key 0x%x)",
+		wc->wc_flags, wc->ex.invalidate_rkey, rkey);
+	return false;
+}
+
 /*
  * Registers @mr again on A and has B post, as one list, an RDMA Write of 8
  * bytes to @raddr through its R_Key, a Send with Invalidate of that R_Key and
@@ -1991,13 +2009,11 @@ static bool kv_t6_batch_remote(struct kv_ctx *c, struct kv_pair *p,
 	u32 rkey;
 	bool ok;
 
-	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
-	rkey = mr->rkey;
-	if (kv_post_reg(p->s[0].qp, 40, mr, KV_ACCESS_MR) ||
-	    !kv_expect(&p->s[0], 40, IB_WC_SUCCESS, NULL)) {
+	if (!kv_t6_reg(&p->s[0], mr, 40)) {
 		kv_info("registering the MR again failed");
 		return false;
 	}
+	rkey = mr->rkey;
 	/* A's receive for the Send: 64 bytes of its own buffer at 3 KiB. */
 	rs = kv_sge(lb, 3072, 64, lkey);
 	if (kv_post_recv(&p->s[0], 41, &rs, 1))
@@ -2032,12 +2048,7 @@ static bool kv_t6_batch_remote(struct kv_ctx *c, struct kv_pair *p,
 	     kv_expect(&p->s[1], 43, IB_WC_SUCCESS, NULL) &&
 	     kv_expect(&p->s[1], 44, IB_WC_REM_ACCESS_ERR, NULL);
 	ok = kv_expect(&p->s[0], 41, IB_WC_SUCCESS, &wc) && ok;
-	if (ok && (!(wc.wc_flags & IB_WC_WITH_INVALIDATE) ||
-		   wc.ex.invalidate_rkey != rkey)) {
-		kv_info("receive completion: wc_flags 0x%x invalidate_rkey 0x%x (R_Key 0x%x)",
-			wc.wc_flags, wc.ex.invalidate_rkey, rkey);
-		ok = false;
-	}
+	ok = ok && kv_t6_invalidated(&wc, rkey);
 	kv_pages_sync(c, pg, true);
 	kv_pages_copy(pg, raddr - mr->iova, got, 8, false);
 	if (kv_check(got, 8, 71) >= 0) {
@@ -2068,9 +2079,7 @@ static bool kv_t6_batch_local(struct kv_ctx *c, struct kv_pair *p,
 	u32 key;
 	bool ok;
 
-	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
-	if (kv_post_reg(p->s[0].qp, 50, mr, KV_ACCESS_MR) ||
-	    !kv_expect(&p->s[0], 50, IB_WC_SUCCESS, NULL)) {
+	if (!kv_t6_reg(&p->s[0], mr, 50)) {
 		kv_info("registering the MR again failed");
 		return false;
 	}
@@ -2181,10 +2190,8 @@ static void kv_t6_frmr(struct kv_ctx *c)
 		       "FRMR: RC QP pair, A owns the MR"))
 		goto out;
 
-	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	ok = kv_t6_reg(&p.s[0], mr, 1);
 	rkey = mr->rkey;
-	ok = !kv_post_reg(p.s[0].qp, 1, mr, KV_ACCESS_MR) &&
-	     kv_expect(&p.s[0], 1, IB_WC_SUCCESS, NULL);
 	if (!kv_report(c, ok, "FRMR: IB_WR_REG_MR with remote read/write/atomic completes"))
 		goto out;
 
@@ -2261,9 +2268,7 @@ static void kv_t6_frmr(struct kv_ctx *c)
 	/* A Fast Register on a valid MR must fail (its QP goes to ERR). */
 	if (!kv_t6_fresh(c, &p))
 		goto pair_failed;
-	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
-	ok = !kv_post_reg(p.s[0].qp, 10, mr, KV_ACCESS_MR) &&
-	     kv_expect(&p.s[0], 10, IB_WC_SUCCESS, NULL);
+	ok = kv_t6_reg(&p.s[0], mr, 10);
 	if (!kv_report(c, ok, "FRMR: IB_WR_REG_MR again after the invalidation completes"))
 		goto out;
 	if (kv_post_reg(p.s[0].qp, 11, mr, KV_ACCESS_MR))
@@ -2289,10 +2294,8 @@ static void kv_t6_frmr(struct kv_ctx *c)
 	}
 
 	/* Send with Invalidate from B invalidates A's R_Key. */
-	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	ok = kv_t6_reg(&p.s[0], mr, 30);
 	rkey = mr->rkey;
-	ok = !kv_post_reg(p.s[0].qp, 30, mr, KV_ACCESS_MR) &&
-	     kv_expect(&p.s[0], 30, IB_WC_SUCCESS, NULL);
 	if (!kv_report(c, ok, "FRMR: register again for Send with Invalidate"))
 		goto out;
 	sge = kv_sge(&ab, 0, 64, lkey);
@@ -2301,12 +2304,7 @@ static void kv_t6_frmr(struct kv_ctx *c)
 	ok = ok && !kv_post_inv(p.s[1].qp, 32, IB_WR_SEND_WITH_INV, &sge, 1, rkey) &&
 	     kv_expect(&p.s[1], 32, IB_WC_SUCCESS, NULL);
 	ok = ok && kv_expect(&p.s[0], 31, IB_WC_SUCCESS, &wc);
-	if (ok && (!(wc.wc_flags & IB_WC_WITH_INVALIDATE) ||
-		   wc.ex.invalidate_rkey != rkey)) {
-		kv_info("receive completion: wc_flags 0x%x invalidate_rkey 0x%x (R_Key 0x%x)",
-			wc.wc_flags, wc.ex.invalidate_rkey, rkey);
-		ok = false;
-	}
+	ok = ok && kv_t6_invalidated(&wc, rkey);
 	kv_report(c, ok,
 		  "FRMR: Send with Invalidate: the receive completion has IB_WC_WITH_INVALIDATE and the R_Key");
 	sge = kv_sge(&lb, 1024, 8, lkey);

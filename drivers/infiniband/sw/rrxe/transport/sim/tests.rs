@@ -1009,7 +1009,7 @@ fn remote_access_error_completes_and_flushes() {
         vec![],
     );
     p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 2);
-    let c: Vec<_> = p.nodes[A].send_outcomes();
+    let c = p.nodes[A].send_outcomes();
     // WR 0 was unsignaled and succeeded: retired silently.
     assert_eq!(c, [(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]);
     assert_eq!(p.nodes[A].qp.state(), QpState::Err);
@@ -1045,7 +1045,7 @@ fn zero_length_write_and_read_ignore_their_r_key() {
         p.nodes[A].post_send(wqe, vec![]);
     }
     p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 3);
-    let c: Vec<_> = p.nodes[A].send_outcomes();
+    let c = p.nodes[A].send_outcomes();
     assert_eq!(
         c,
         [
@@ -1091,7 +1091,7 @@ fn message_above_two_gib_is_a_local_length_error() {
     // The sim's memory is never reached: the length is refused first.
     p.nodes[A].post_send(huge, vec![]);
     p.run_until(100_000, |p| !p.nodes[A].send_completions().is_empty());
-    let c: Vec<_> = p.nodes[A].send_outcomes();
+    let c = p.nodes[A].send_outcomes();
     assert_eq!(c, [(1, WcStatus::LocLenErr)]);
     assert_eq!(p.nodes[A].qp.state(), QpState::Err);
     assert!(p.nodes[B].recv_completions().is_empty());
@@ -1158,7 +1158,7 @@ fn local_error_completes_after_the_wqes_before_it() {
             .chain((2..12).map(|s| (s, lossy)))
         {
             let p = local_error_behind(seed, link, bad, data.clone());
-            let c: Vec<_> = p.nodes[A].send_outcomes();
+            let c = p.nodes[A].send_outcomes();
             assert_eq!(
                 c,
                 [
@@ -1170,7 +1170,7 @@ fn local_error_completes_after_the_wqes_before_it() {
                 "seed {seed}"
             );
             assert_eq!(p.nodes[A].qp.state(), QpState::Err);
-            let r: Vec<_> = p.nodes[B].recv_outcomes();
+            let r = p.nodes[B].recv_outcomes();
             assert_eq!(
                 r,
                 [(10, WcStatus::Success), (11, WcStatus::Success)],
