@@ -5,12 +5,15 @@
 #  - bandwidth (64 KiB) and latency (2 B) of RDMA Write, Send and RDMA Read;
 #  - a slow receiver: ib_send_bw of 4 KiB with B keeping 1, 2 or 8 receives posted (-r), on
 #    rrxe with end-to-end credits, on rrxe with them off (B's `credits` module parameter:
-#    "no credit information", as rdma_rxe reports), and on rdma_rxe.
+#    "no credit information", as rdma_rxe reports), on rrxe with credits through librrxe,
+#    the project's provider, on both sides (its receives ring the doorbell the driver asks
+#    for while A waits for credits; BENCH_LIBRRXE=0 leaves it out), and on rdma_rxe.
 # Prints each figure's median (min-max) and the ratios of the medians. A benchmark, not a
 # test: it fails only if a program does.
 here=$(dirname "$0")
 . "$here/lib/gid.sh"
 . "$here/lib/benchstat.sh"
+. "$here/lib/device.sh"
 ITER=${BENCH_ITERS:-1000}
 LAT_ITER=${BENCH_LAT_ITERS:-500}
 CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
@@ -20,6 +23,7 @@ RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
 TABLES=${BENCH_TABLES:-main credits}
 rc=0
 port=19000
+lib=$(cd "$here" && pwd)/provider/librrxe
 
 ctl() { echo "$*" >&3 && read -r -t 300 CTL_REPLY <&3; }
 
@@ -59,22 +63,32 @@ for mod in rrxe rdma_rxe; do
 	done
 	modes=-
 	[ "$mod" = rrxe ] && modes="on off"
+	[ "$mod" = rrxe ] && [ "${BENCH_LIBRRXE:-1}" = 1 ] && [ -f "$lib-rdmav34.so" ] &&
+		modes="on off librrxe"
 	[[ " $TABLES " == *" credits "* ]] || modes=
 	for m in $modes; do
 		key=$mod
 		if [ "$m" != - ]; then
 			key=$mod-credits-$m
-			ctl set credits "$([ "$m" = on ] && echo 1 || echo 0)"
+			ctl set credits "$([ "$m" = off ] && echo 0 || echo 1)"
 			[ "$CTL_REPLY" = ok ] || { echo "# set credits: $CTL_REPLY"; rc=1; }
+			ctl set provider "$([ "$m" = librrxe ] && echo librrxe || echo stock)"
+			[ "$CTL_REPLY" = ok ] || { echo "# set provider: $CTL_REPLY"; rc=1; }
+			if [ "$m" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
 		fi
+		rd0=$(rdma_stat "$dev" recv_doorbells)
 		for _ in $(seq "$REPEAT"); do
 			for r in $RX_DEPTHS; do
 				perf "$key,r$r" bw ib_send_bw -d "$dev" -F -x @GID4@ -s 4096 \
 					-n "$CREDIT_ITER" -r "$r"
 			done
 		done
+		unset RDMAV_DRIVERS
+		# B's doorbells are counted on B; A's own receive doorbells (none: perftest's client
+		# posts no receives to a QP whose peer waits) show that A's provider rang none.
+		[ "$mod" = rrxe ] && echo "# $key: A's rrxe rang $(($(rdma_stat "$dev" recv_doorbells) - rd0)) receive doorbells"
 	done
-	[ "$mod" = rrxe ] && ctl set credits 1
+	[ "$mod" = rrxe ] && ctl set credits 1 && ctl set provider stock
 	ctl done
 	exec 3>&-
 	rdma link delete "$dev"
@@ -95,12 +109,14 @@ done
 echo "(bandwidth: average MB/s, higher is better; latency: average us, lower is better)"
 echo
 echo "slow receiver: ib_send_bw -s 4096 -n $CREDIT_ITER -r N, MB/s, median (min-max)"
-printf '%-6s %22s %22s %22s %8s %8s\n' "" "rrxe credits" "rrxe no credits" "rdma_rxe" \
-	"on/off" "on/rxe"
+printf '%-6s %22s %22s %22s %22s %8s %8s %8s\n' "" "rrxe credits" "rrxe no credits" \
+	"rrxe credits, librrxe" "rdma_rxe" "on/off" "on/rxe" "lib/rxe"
 for r in $RX_DEPTHS; do
-	printf '%-6s %22s %22s %22s %8s %8s\n' "-r $r" "$(stat "rrxe-credits-on,r$r")" \
-		"$(stat "rrxe-credits-off,r$r")" "$(stat "rdma_rxe,r$r")" \
+	printf '%-6s %22s %22s %22s %22s %8s %8s %8s\n' "-r $r" "$(stat "rrxe-credits-on,r$r")" \
+		"$(stat "rrxe-credits-off,r$r")" "$(stat "rrxe-credits-librrxe,r$r")" \
+		"$(stat "rdma_rxe,r$r")" \
 		"$(ratio "rrxe-credits-on,r$r" "rrxe-credits-off,r$r")" \
-		"$(ratio "rrxe-credits-on,r$r" "rdma_rxe,r$r")"
+		"$(ratio "rrxe-credits-on,r$r" "rdma_rxe,r$r")" \
+		"$(ratio "rrxe-credits-librrxe,r$r" "rdma_rxe,r$r")"
 done
 exit $rc

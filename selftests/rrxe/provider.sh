@@ -66,14 +66,17 @@ only_gsi() {
 	echo "$out"
 	! grep -v "type GSI" <<<"$out" | grep -q lqpn
 }
+stock() { "$@"; }
+via=ours
 pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both through librrxe
+	# (through the stock provider with via=stock)
 	local name=$1 prog=$2 spid ok=1 g=-g
 	shift 2
 	[[ $prog == ib_* ]] && g=-x # perftest names the GID index -x
-	ours timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" >"$LOG/$name.server" 2>&1 &
+	$via timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" >"$LOG/$name.server" 2>&1 &
 	spid=$!
 	sleep 1
-	ours timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
+	$via timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
 	wait "$spid" || ok=0
 	tail -n 3 "$LOG/$name.server" "$LOG/$name.client"
 	[ $ok = 1 ]
@@ -104,6 +107,30 @@ else
 		pp xsbwo ib_send_bw -c XRC -F -n 200 --use_old_post_send -p 18811
 	check "ib_write_bw -c XRC through librrxe" pp xwbw ib_write_bw -c XRC -F -n 200 -p 18812
 	check "ib_read_bw -c XRC through librrxe" pp xrbw ib_read_bw -c XRC -F -n 200 -p 18813
+	# End-to-end credits: while a requester waits for credits, rrxe asks the receiver's
+	# provider, in a word of the receive ring's header, for a doorbell on its next post
+	# (Documentation/rrxe/uverbs-abi.rst). ib_send_bw -r 1 keeps one receive posted, so every
+	# Send takes the last credit and each repost is wanted; librrxe rings for it, at most
+	# once a post. The stock provider knows no such word and rings nothing (the driver's
+	# rechecks of the ring find its receives), and a receiver whose requester never runs out
+	# of credits is never asked.
+	doorbells() { # LO HI VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
+		local lo=$1 hi=$2 before n ok=0
+		via=$3
+		shift 3
+		before=$(rdma_stat rrxe0 recv_doorbells)
+		pp "$@" && ok=1
+		via=ours
+		n=$(($(rdma_stat rrxe0 recv_doorbells) - ${before:-0}))
+		echo "receive doorbells: $n"
+		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ]
+	}
+	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201)" \
+		doorbells 20 201 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
+	check "... through the stock rxe provider: no doorbell, the transfer completes all the same" \
+		doorbells 0 0 stock crd1s ib_send_bw -s 4096 -r 1 -n 200 -F -p 18815
+	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): no doorbell while credits last" \
+		doorbells 0 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
 fi
 
 device_down

@@ -275,6 +275,7 @@ RRXE_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
 RRXE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 RRXE_CMD(ibv_query_srq, ib_uverbs_query_srq);
 RRXE_CMD(ibv_post_send, ib_uverbs_post_send);
+RRXE_CMD(ibv_post_recv, ib_uverbs_post_recv);
 
 RRXE_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pairs: the send and receive rings, posting to them, and the send
-//! doorbell. Receives need no system call: the kernel looks at the receive
-//! ring when a request needs a receive WQE.
+//! Queue pairs: the send and receive rings, posting to them, and the
+//! doorbells. Receives need no system call (the kernel looks at the receive
+//! ring when a request needs a receive WQE) but while the peer waits for
+//! credits: then the kernel asks for a receive doorbell, so that the peer
+//! hears of the receive at once.
 
 use crate::abi::{self, ibv_qp, ibv_recv_wr, ibv_send_wr, verbs_qp};
 use crate::object::{self, Creating};
@@ -364,6 +366,29 @@ fn ring_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
     sys::write_all(fd, bytes)
 }
 
+/// Tells the kernel the receive ring has a WQE it asked to hear of: a
+/// `POST_RECV` command that carries none, as `ring_doorbell` for sends.
+fn ring_recv_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
+    let mut cmd = abi::ibv_post_recv::default();
+    let mut resp = abi::ib_uverbs_post_recv_resp::default();
+    cmd.hdr.command = abi::ib_uverbs_write_cmds::IB_USER_VERBS_CMD_POST_RECV;
+    cmd.hdr.in_words = (size_of::<abi::ibv_post_recv>() / 4) as u16;
+    cmd.hdr.out_words = (size_of::<abi::ib_uverbs_post_recv_resp>() / 4) as u16;
+    cmd.core_payload.response = ptr::addr_of_mut!(resp) as u64;
+    cmd.core_payload.qp_handle = ibqp.handle;
+    cmd.core_payload.wqe_size = size_of::<abi::ib_uverbs_recv_wr>() as u32;
+    // SAFETY: viewing the command, a plain C struct, as its bytes.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(
+            ptr::addr_of!(cmd).cast::<u8>(),
+            size_of::<abi::ibv_post_recv>(),
+        )
+    };
+    // SAFETY: the context outlives its QPs.
+    let fd = unsafe { (*ibqp.context).cmd_fd };
+    sys::write_all(fd, bytes)
+}
+
 /// Posts a chain of send requests. With `all_or_nothing` (the extended
 /// API's `ibv_wr_complete`) either every request is posted or none is; else
 /// (`ibv_post_send`) those before a refused request are posted. On failure
@@ -477,13 +502,18 @@ pub(crate) unsafe extern "C" fn post_recv(
         return sys::EINVAL;
     }
     let guard = lock(&qp.rq);
-    match guard.as_ref() {
-        Some(rq) => rq.post(wr, bad),
-        None => {
-            *bad = wr;
-            sys::EINVAL
-        }
+    let Some(rq) = guard.as_ref() else {
+        *bad = wr;
+        return sys::EINVAL;
+    };
+    let rc = rq.post(wr, bad);
+    if rq.ring.take_doorbell_request() {
+        // The WQEs are posted whatever becomes of the doorbell: if it fails (a
+        // device gone), the kernel's own recheck of the ring still finds them.
+        // SAFETY: reading the QP's handle and context.
+        let _ = ring_recv_doorbell(unsafe { &qp.vqp.__bindgen_anon_1.qp });
     }
+    rc
 }
 
 pub(crate) unsafe extern "C" fn bind_mw(

@@ -15,7 +15,16 @@ use crate::sys;
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, Ordering};
+
+/// rrxe's word in the header's padding (`pad_1`, on a cache line of its own):
+/// non-zero while the kernel asks the producer of a QP's receive queue for a
+/// doorbell after its next post (Documentation/rrxe/uverbs-abi.rst).
+const DOORBELL_WANTED: usize = 64;
+const _: () = assert!(
+    DOORBELL_WANTED >= offset_of!(rxe_queue_buf, pad_1)
+        && DOORBELL_WANTED + 4 <= offset_of!(rxe_queue_buf, producer_index)
+);
 
 /// Slot sizes the kernel can choose: 64 bytes (a cache line) up to a WQE of
 /// 32 SGEs or 512 bytes inline, rounded to a power of two.
@@ -140,6 +149,17 @@ impl Ring {
     /// Producer side: hands the slot `next_free` returned to the kernel.
     pub(crate) fn publish(&self) {
         self.publish_n(1);
+    }
+
+    /// Producer side, after publishing: whether the kernel asked for a
+    /// doorbell, taking the request so that one post of a burst rings. The
+    /// kernel raises it, then reads the producer index; this side published
+    /// the index and reads the request, each with a full fence in between, so
+    /// a post is either seen by the kernel or rings.
+    pub(crate) fn take_doorbell_request(&self) -> bool {
+        fence(Ordering::SeqCst);
+        let word = self.index(DOORBELL_WANTED);
+        word.load(Ordering::Relaxed) != 0 && word.swap(0, Ordering::Relaxed) != 0
     }
 
     /// Consumer side: the oldest element the kernel produced, if any.

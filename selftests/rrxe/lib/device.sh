@@ -9,6 +9,7 @@
 #                      (and a `#` line saying so) when there is none. Fails when MOD or DEV
 #                      cannot be added, and undoes nothing then.
 #   device_down        delete DEV and the veth pair device_up made, if any; unload MOD.
+#   rdma_stat DEV NAME the counter NAME of `rdma statistic` on DEV's port 1 (empty if none).
 
 device_up() {
 	device_mod=$1
@@ -38,4 +39,9 @@ device_down() {
 	rdma link delete "$device_dev"
 	[ "$device_nd" = vng0 ] && ip link delete vng0
 	rmmod "$device_mod"
+}
+
+rdma_stat() {
+	rdma statistic show link "$1/1" 2>/dev/null | tr ' ' '\n' |
+		awk -v n="$2" '$0 == n { getline; print; exit }'
 }

@@ -13,6 +13,8 @@ Protocol (one line per request and per reply):
   wait NAME                        -> "rc N" once the server has exited
   set credits 0|1                  -> "ok" once rrxe's `credits` module parameter is set
                                       (read when a QP is created: make bench's credit rows)
+  set provider librrxe|stock       -> "ok": servers started from now on load librrxe, the
+                                      project's provider (RDMAV_DRIVERS), or the stock one
   done                             -> "bye"; the control server exits
 ARGV words @NAME@ are replaced by the GID=INDEX substitutions given on the command line
 (side B's own GID indices). Only the verbs test programs may be started.
@@ -34,6 +36,9 @@ ALLOWED = {
 CM_SERVERS = {"rping", "rstream", "riostream"}
 LOGDIR = "/tmp/verbs-srv"
 CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
+# librrxe as the kselftest install has it (load_driver() appends -rdmav34.so).
+LIBRRXE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "provider", "librrxe")
 
 
 def listening(port):
@@ -69,6 +74,7 @@ def main():
         subst["@%s@" % k] = v
     os.makedirs(LOGDIR, exist_ok=True)
     procs = {}
+    env = dict(os.environ)
     out = open(results, "w")
 
     def report(name):
@@ -112,7 +118,7 @@ def main():
                         continue
                     log = open(os.path.join(LOGDIR, name + ".log"), "w")
                     print("# server %s: %s" % (name, " ".join(argv)), flush=True)
-                    p = subprocess.Popen(["timeout", tmo] + argv, stdout=log,
+                    p = subprocess.Popen(["timeout", tmo] + argv, stdout=log, env=env,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                     procs[name] = (p, time.monotonic())
                     ready = cm_listening if argv[0] in CM_SERVERS else listening
@@ -132,6 +138,15 @@ def main():
                         wf.write("ok\n")
                     except OSError as e:
                         wf.write("fail %s\n" % e)
+                elif words[0:2] == ["set", "provider"] and words[2:] in (["librrxe"], ["stock"]):
+                    if words[2] == "stock":
+                        env.pop("RDMAV_DRIVERS", None)
+                        wf.write("ok\n")
+                    elif os.path.exists(LIBRRXE + "-rdmav34.so"):
+                        env["RDMAV_DRIVERS"] = LIBRRXE
+                        wf.write("ok\n")
+                    else:
+                        wf.write("fail no %s-rdmav34.so\n" % LIBRRXE)
                 elif words[0] == "done":
                     wf.write("bye\n")
                     finished = True

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 8;
+const WORK_COUNTERS: usize = 9;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -96,6 +96,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     // What the QPs' tasks did: the driver's own profile, per message in `make bench-local`.
     c_str!("qp_task_runs"),
     c_str!("qp_timer_arms"),
+    c_str!("recv_doorbells"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -185,6 +186,10 @@ pub(crate) struct Counters {
     pub(crate) qp_task_runs: Counter,
     /// Times a run (re)armed its QP's timer for the engine's next deadline.
     pub(crate) qp_timer_arms: Counter,
+    /// Receive doorbells rung by user QPs: a provider that posts receives through the
+    /// shared ring rings one only when the driver asks for it, while the requester waits
+    /// for credits (see `RecvRing::want_doorbell`).
+    pub(crate) recv_doorbells: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -296,6 +301,7 @@ impl Counters {
         let work = [
             self.qp_task_runs.get(),
             self.qp_timer_arms.get(),
+            self.recv_doorbells.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

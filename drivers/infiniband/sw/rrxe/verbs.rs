@@ -415,7 +415,10 @@ impl Driver for Rrxe {
         qp::post_recv(qp, wr)
     }
 
-    fn post_recv_doorbell(qp: &RrxeQp) {
+    fn post_recv_doorbell(dev: &DeviceOf<Self>, qp: &RrxeQp, user: bool) {
+        if user {
+            dev.data().shared().counters.recv_doorbells.inc();
+        }
         qp::recv_doorbell(qp)
     }
 

@@ -489,6 +489,28 @@ impl RecvRing {
         self.current_len = 0;
     }
 
+    /// Asks the producer of a user QP's own ring for a receive doorbell while `on` (the
+    /// engine's `wants_recv_doorbell`). Returns whether WQEs may have been posted that no
+    /// doorbell will announce: the ring's producer moved past `producer`, where it stood
+    /// when the engine last looked, before the request became visible.
+    pub(crate) fn want_doorbell(&self, on: bool, producer: u32) -> bool {
+        match (&self.src, self.mi) {
+            (RecvSource::Ring(ring), Some(_)) => {
+                ring.want_doorbell(on).is_some_and(|p| p != producer)
+            }
+            _ => false,
+        }
+    }
+
+    /// The producer index of the QP's own ring, as the engine looks at it now (0 without
+    /// one).
+    pub(crate) fn producer(&self) -> u32 {
+        match &self.src {
+            RecvSource::Ring(ring) => ring.producer(),
+            RecvSource::Srq(_) | RecvSource::Detached => 0,
+        }
+    }
+
     /// The SRQ this queue takes from, if it is one.
     pub(crate) fn srq(&self) -> Option<&Arc<SrqShared>> {
         match &self.src {

@@ -17,7 +17,7 @@ use super::rdma::udata::UData;
 use core::ffi::c_void;
 use core::mem::size_of;
 use core::ptr::{self, addr_of_mut, NonNull};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, Ordering};
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -26,6 +26,10 @@ use kernel::uaccess::UserSlice;
 /// Offsets in `struct rxe_queue_buf`.
 const LOG2_ELEM_SIZE: usize = 0;
 const INDEX_MASK: usize = 4;
+/// rrxe's own word in `pad_1`, on a cache line apart from the fields above: while it is
+/// non-zero, the kernel asks the producer of a receive queue for a doorbell after its next
+/// post (Documentation/rrxe/uverbs-abi.rst). rdma-core's rxe provider never reads it.
+const DOORBELL_WANTED: usize = 64;
 const PRODUCER_INDEX: usize = 128;
 const CONSUMER_INDEX: usize = 256;
 const DATA: usize = 384;
@@ -174,6 +178,27 @@ impl SharedQueue {
     /// so the value is masked into range.
     pub(crate) fn producer(&self) -> u32 {
         self.index(PRODUCER_INDEX).load(Ordering::Acquire) & self.index_mask
+    }
+
+    /// Asks the producer for a doorbell after its next post, or stops asking. Returns the
+    /// producer index if this raised the request: a post published before the request was
+    /// visible saw no request and rang nothing, so the caller looks for one itself. The
+    /// producer publishes its index, then reads the word (each side a store, a full fence,
+    /// then a load), so at least one side sees the other's store. The producer takes a
+    /// request by clearing the word, so a burst of posts rings once; whatever it writes
+    /// there costs at most a needless run.
+    pub(crate) fn want_doorbell(&self, on: bool) -> Option<u32> {
+        let word = self.index(DOORBELL_WANTED);
+        let raised = word.load(Ordering::Relaxed) != 0;
+        if raised == on {
+            return None;
+        }
+        word.store(u32::from(on), Ordering::Relaxed);
+        if !on {
+            return None;
+        }
+        fence(Ordering::SeqCst);
+        Some(self.producer())
     }
 
     /// The consumer index, masked into range.

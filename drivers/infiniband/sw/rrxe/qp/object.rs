@@ -484,7 +484,8 @@ pub(crate) fn post_recv(qp: &RrxeQp, wr: &RecvWr<'_>) -> Result {
     posters.rq.as_mut().ok_or(EINVAL)?.post(wr)
 }
 
-/// Receive WRs were posted: the task may owe the requester a credit update.
+/// Receive WRs were posted (a user QP rings only when its task asked for a doorbell, see
+/// `RecvRing::want_doorbell`): the task may owe the requester a credit update.
 pub(crate) fn recv_doorbell(qp: &RrxeQp) {
     Task::kick(&qp.shared);
 }

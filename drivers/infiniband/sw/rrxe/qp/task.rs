@@ -28,7 +28,8 @@ const BUDGET: usize = 64;
 enum Left {
     /// Nothing.
     Nothing,
-    /// Packets that arrived during the run, after it had taken all that were there.
+    /// Packets that arrived during the run, after it had taken all that were there, or
+    /// receives posted as it asked for a receive doorbell.
     Arrived,
     /// Work its budgets stopped it from doing (packets to take in or send, deliveries).
     Cut,
@@ -128,6 +129,7 @@ impl QpCore {
         }
         // Receives may have been posted since the last run (user QPs post without a system
         // call): an RC responder that advertised no credits owes the requester an update.
+        let producer = self.rq.producer();
         self.io(None, |engine, io, _| engine.post_recv(io));
         let now = now_ns();
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
@@ -141,6 +143,13 @@ impl QpCore {
             sent += 1;
         }
         self.collect(qp, outbox, ud, None);
+        // While the requester waits for credits, the next receive a user posts is news: its
+        // provider is asked to ring for it rather than wait for the engine's next recheck
+        // of the queue (a busy receiver reposts long before it). A post made as the request
+        // went up may have missed it: then this QP runs again to look.
+        let unseen = self
+            .rq
+            .want_doorbell(self.engine.wants_recv_doorbell(), producer);
         self.mrs.clear();
         let stats = self.engine.take_stats();
         if !stats.is_zero() {
@@ -148,7 +157,7 @@ impl QpCore {
         }
         if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut
-        } else if rx.lock().len() > 0 {
+        } else if unseen || rx.lock().len() > 0 {
             Left::Arrived
         } else {
             Left::Nothing

@@ -1210,7 +1210,13 @@ impl<T: Driver> Adapter<T> {
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
         // SAFETY: see the function's contract.
-        let qp = unsafe { Qp::<T>::from_raw(ibqp) };
+        let (qp, dev) = unsafe { (Qp::<T>::from_raw(ibqp), Self::dev((*ibqp).device)) };
+        if wr.is_null() {
+            // uverbs' POST_RECV with no WRs: a user QP's doorbell, as its POST_SEND with
+            // none is rdma_rxe's send doorbell.
+            T::post_recv_doorbell(dev, qp.data(), true);
+            return 0;
+        }
         let mut cur = wr;
         let mut result = Ok(());
         let mut posted = false;
@@ -1229,7 +1235,7 @@ impl<T: Driver> Adapter<T> {
             cur = unsafe { (*cur).next };
         }
         if posted {
-            T::post_recv_doorbell(qp.data());
+            T::post_recv_doorbell(dev, qp.data(), false);
         }
         match result {
             Ok(()) => 0,

@@ -229,8 +229,10 @@ pub(crate) trait Driver: Sized + 'static {
     fn post_send(qp: &Self::Qp, wr: &SendWr<'_, Self::Ah>) -> Result;
     /// Posts one kernel receive WR (any context; must not sleep).
     fn post_recv(qp: &Self::Qp, wr: &RecvWr<'_>) -> Result;
-    /// Receive WRs were posted to a kernel QP.
-    fn post_recv_doorbell(qp: &Self::Qp);
+    /// Receive WRs were posted: to a kernel QP through [`Driver::post_recv`], or to a user
+    /// QP's shared receive queue, which rings with an empty list (`user`) when the driver
+    /// asked for it.
+    fn post_recv_doorbell(dev: &DeviceOf<Self>, qp: &Self::Qp, user: bool);
     /// Attaches UD QP `qp` to the multicast group of GID `gid`. Process context.
     fn attach_mcast(dev: &DeviceOf<Self>, qp: &Self::Qp, gid: &[u8; 16]) -> Result {
         let _ = (dev, qp, gid);

@@ -195,10 +195,12 @@ impl<T: Driver> DeviceRegistry<T> {
             // /sys/class/infiniband/<dev>/device/net/ names the netdev (rdma_cm users
             // find the interface that way).
             (*ib).__bindgen_anon_1.dev.parent = new.netdev.parent_device();
-            // Commands uverbs only enables for drivers that ask (as rdma_rxe does).
+            // Commands uverbs only enables for drivers that ask (as rdma_rxe does for the
+            // first two; POST_RECV is rrxe's receive doorbell).
             (*ib).uverbs_cmd_mask |= 1u64
                 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND
-                | 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+                | 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ
+                | 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV;
         }
         let entry = Entry {
             ibdev,

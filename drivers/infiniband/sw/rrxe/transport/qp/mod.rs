@@ -240,6 +240,18 @@ impl Qp {
         self.resp.post_recv(&self.ctx, io);
     }
 
+    /// Whether a receive posted now is news the requester waits for: an RC
+    /// responder advertised no credits beyond what it has taken and watches
+    /// its receive queue, so the next WQE posted earns an unsolicited ACK
+    /// (IBA 9.7.7.2.4) as soon as the engine sees it. A consumer that posts
+    /// without a system call (a user ring) may be asked for a doorbell then,
+    /// and only then, instead of the engine waiting for its next recheck.
+    #[must_use]
+    pub fn wants_recv_doorbell(&self) -> bool {
+        matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            && self.resp.watching_receives()
+    }
+
     /// Handles one received packet for this QP, already parsed and its
     /// ICRC checked by the glue; `arrival` says which of the QP's address
     /// vectors its addresses match.

@@ -384,14 +384,25 @@ impl Responder {
         }
     }
 
+    /// Whether the requester is waiting to hear of receives posted from now
+    /// on: the last credits advertised are used up and the receive queue is
+    /// watched for new ones (or is about to be).
+    pub(super) fn watching_receives(&self) -> bool {
+        self.watch.is_some() || self.watch_wanted
+    }
+
     /// When the receive queue is to be rechecked next.
     pub(super) fn poll_timeout(&self) -> Option<u64> {
         self.watch.map(|w| w.next)
     }
 
     /// Rechecks the receive queue if due: new receives earn the requester
-    /// an unsolicited ACK (`post_recv`) and end the watch; otherwise the
-    /// next check waits twice as long, until the watch's span is over.
+    /// an unsolicited ACK (`post_recv`); the next check waits twice as long,
+    /// until the watch's span is over. Only an AETH that gives the requester
+    /// credits ends the watch (`advertised`): an ACK owed to a request, which
+    /// a run may find pending with the recheck when both came while it was
+    /// waiting for the CPU, can report no credits, and ending the watch then
+    /// left the next receive unannounced until the requester's hold ran out.
     pub(super) fn check_credit_watch(&mut self, now: u64, attrs: &QpContext, io: &Io<'_>) {
         let Some(w) = self.watch else {
             return;
@@ -402,7 +413,7 @@ impl Responder {
         self.post_recv(attrs, io);
         let interval = w.interval.saturating_mul(2).min(CREDIT_WATCH_MAX_NS);
         let next = now.saturating_add(interval);
-        self.watch = (!self.ack_pending && next <= w.until).then_some(CreditWatch {
+        self.watch = (next <= w.until).then_some(CreditWatch {
             next,
             interval,
             ..w

@@ -497,6 +497,104 @@ fn receives_posted_without_a_doorbell_are_noticed() {
 }
 
 #[test]
+fn a_receive_doorbell_is_wanted_only_while_the_requester_waits_for_one() {
+    // The engine asks for a doorbell on posts exactly while it watches its
+    // receive queue: from the message that took A's last credit until an
+    // update announced new ones. A doorbell then sends the update at once
+    // rather than at the next recheck (1 ms after the credit went).
+    let mut p = Pair::connect(Setup::rc(), 14, Link::PERFECT);
+    p.nodes[B].post_recv(1, 1024);
+    p.run_until(1000, |_| false);
+    assert!(!p.nodes[B].qp.wants_recv_doorbell(), "A has a credit");
+    post_send(&mut p.nodes[A], 1, 100);
+    post_send(&mut p.nodes[A], 2, 100);
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 1);
+    until_held(&mut p);
+    assert!(p.nodes[B].qp.wants_recv_doorbell(), "A holds its Send");
+    // Posted through the ring: nothing tells the engine yet.
+    p.nodes[B].post_recv_quietly(2, 1024);
+    assert!(p.nodes[B].qp.wants_recv_doorbell());
+    let rung_at = p.now;
+    p.nodes[B].with(|qp, io| qp.post_recv(io));
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 2);
+    let update = responses(&p, B)
+        .into_iter()
+        .find(|w| w.at >= rung_at)
+        .unwrap();
+    assert_eq!(update.at, rung_at, "{update:?}");
+    assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(1)));
+    // B's ACK of the second Send reported no receive left: the watch, and
+    // the wish for a doorbell, start again.
+    assert!(p.nodes[B].qp.wants_recv_doorbell());
+    p.nodes[B].post_recv(3, 1024);
+    p.run_until(10_000, |_| false);
+    assert!(!p.nodes[B].qp.wants_recv_doorbell(), "the update went out");
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    data_ok(&p.nodes[B]);
+
+    // Two Sends take both receives posted: a responder that reports credits
+    // now watches; one that reports none (on an SRQ, or with credit
+    // reporting off) never asks for a doorbell.
+    for (srq, reporting) in [(false, true), (true, false), (false, false)] {
+        let setup = Setup::rc();
+        let mut p = Pair::unconnected(setup, 15, Link::PERFECT);
+        p.nodes[B].rq.shared = srq;
+        p.nodes[B].qp.set_credit_reporting(reporting || srq);
+        p.bring_up(setup);
+        p.nodes[B].post_recv(1, 1024);
+        p.nodes[B].post_recv(2, 1024);
+        post_send(&mut p.nodes[A], 1, 100);
+        post_send(&mut p.nodes[A], 2, 100);
+        p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 2);
+        assert_eq!(p.nodes[A].send_completions().len(), 2);
+        assert_eq!(
+            p.nodes[B].qp.wants_recv_doorbell(),
+            reporting,
+            "srq {srq}, reporting {reporting}"
+        );
+    }
+}
+
+#[test]
+fn an_ack_owed_to_a_request_does_not_end_the_credit_watch() {
+    // A driver's run takes the packets that arrived, then fires its expired
+    // timer, then sends. A run that waited for the CPU can find the last
+    // packet of a Send (owed an ACK, which reports no credits left) and the
+    // receive queue's recheck due together: the watch must go on, or a
+    // receive posted through the ring afterwards reaches the requester only
+    // when its hold runs out (64 ms) and it probes.
+    let mut setup = Setup::rc();
+    setup.timeout = 14;
+    let mut p = Pair::connect(setup, 16, Link::PERFECT);
+    p.nodes[B].post_recv(1, 1024);
+    p.run_until(1000, |_| false);
+    post_send(&mut p.nodes[A], 1, 1000);
+    post_send(&mut p.nodes[A], 2, 100);
+    // Stops right after B took the Send's last packet: its ACK is not sent.
+    p.run_until(10_000, |p| p.nodes[B].recv_completions().len() == 1);
+    let recheck = p.nodes[B].qp.poll_timeout().unwrap();
+    p.now = p.now.max(recheck);
+    let late = p.now;
+    p.nodes[B].with(|qp, io| qp.handle_timeout(late, io));
+    assert!(p.nodes[B].qp.wants_recv_doorbell(), "the watch goes on");
+    // The run sends the ACK it owes (no credits), then B's user reposts.
+    let acks = responses(&p, B).len();
+    p.run_until(10, |p| responses(p, B).len() > acks);
+    assert_eq!(p.now, late);
+    p.nodes[B].post_recv_quietly(2, 1024);
+    p.run_until(100_000, |p| p.nodes[A].send_completions().len() == 2);
+    let update = responses(&p, B)
+        .into_iter()
+        .find(|w| w.at > late && credit_of(w) == Some(CreditCode::from_posted_wqes(1)))
+        .unwrap();
+    // The next recheck, 2 ms later, found the receive.
+    assert_eq!(update.at, late + 2_000_000, "{update:?}");
+    assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    data_ok(&p.nodes[B]);
+}
+
+#[test]
 fn credit_watch_ends() {
     // Nothing is posted: the rechecks stop after CREDIT_WATCH_SPAN_NS, and
     // B has no deadline left.
