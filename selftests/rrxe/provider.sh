@@ -122,15 +122,20 @@ else
 		pp "$@" && ok=1
 		via=ours
 		n=$(($(rdma_stat rrxe0 recv_doorbells) - ${before:-0}))
-		echo "receive doorbells: $n"
+		rung="$n receive doorbells, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
+		echo "$rung"
 		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ]
 	}
+	rung="" # doorbells' figures, reported after each check
 	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201)" \
 		doorbells 20 201 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
+	echo "# $rung"
 	check "... through the stock rxe provider: no doorbell, the transfer completes all the same" \
 		doorbells 0 0 stock crd1s ib_send_bw -s 4096 -r 1 -n 200 -F -p 18815
+	echo "# $rung"
 	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): no doorbell while credits last" \
 		doorbells 0 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
+	echo "# $rung"
 fi
 
 device_down
