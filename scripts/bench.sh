@@ -18,6 +18,10 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 scripts/deps.sh
 scripts/kernel.sh build release >/dev/null
 make --no-print-directory -s module VARIANT=release
+# The guest scripts run from the kselftest install, which has librrxe beside them (the
+# librrxe rows and columns; selftests/rrxe/bench*.sh skip them without it).
+scripts/kselftest.sh release "$repo/build/kselftest" >/dev/null
+guest=$repo/build/kselftest/rrxe
 out=${RRXE_BENCH_OUT:-$(mktemp -d /tmp/rrxe-bench.XXXXXX)}
 # BENCH_* settings (selftests/rrxe/bench.sh) reach the guests.
 envs=()
@@ -26,16 +30,16 @@ for v in $(compgen -v BENCH_); do
 done
 if [ "${1:-}" = profile ]; then
 	exec scripts/vm.sh --variant release --timeout 3600 --out "$out" "${envs[@]}" \
-		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/profile-local.sh
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/profile-local.sh"
 fi
 if [ "${1:-}" = local ]; then
 	icount=()
 	[ -z "${BENCH_ICOUNT:-}" ] || icount=(--icount "$BENCH_ICOUNT")
 	exec scripts/vm.sh --variant release --timeout 7200 --out "$out" "${envs[@]}" "${icount[@]}" \
-		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/bench-local.sh
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/bench-local.sh"
 fi
 # The Unix wire: the TCP one holds a pausing sender's last frames ~40 ms (Nagle), which a
 # credit-limited sender and every ping-pong pay (Documentation/rrxe/benchmarks.rst).
 scripts/vm.sh --variant release --two --wire "${BENCH_WIRE:-unix}" --timeout 5400 --out "$out" "${envs[@]}" \
 	--module drivers/infiniband/sw/rrxe/rrxe.ko \
-	--cmd selftests/rrxe/bench.sh --cmd-b selftests/rrxe/bench-peer.sh | sed -n 's/^\[a\] //p'
+	--cmd "$guest/bench.sh" --cmd-b "$guest/bench-peer.sh" | sed -n 's/^\[a\] //p'

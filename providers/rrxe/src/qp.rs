@@ -354,20 +354,11 @@ fn ring_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
     cmd.core_payload.response = ptr::addr_of_mut!(resp) as u64;
     cmd.core_payload.qp_handle = ibqp.handle;
     cmd.core_payload.wqe_size = size_of::<ibv_send_wr>() as u32;
-    // SAFETY: viewing the command, a plain C struct, as its bytes.
-    let bytes = unsafe {
-        core::slice::from_raw_parts(
-            ptr::addr_of!(cmd).cast::<u8>(),
-            size_of::<abi::ibv_post_send>(),
-        )
-    };
-    // SAFETY: the context outlives its QPs.
-    let fd = unsafe { (*ibqp.context).cmd_fd };
-    sys::write_all(fd, bytes)
+    write_command(ibqp, &cmd)
 }
 
 /// Tells the kernel the receive ring has a WQE it asked to hear of: a
-/// `POST_RECV` command that carries none, as `ring_doorbell` for sends.
+/// `POST_RECV` command that carries none, rrxe's receive doorbell.
 fn ring_recv_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
     let mut cmd = abi::ibv_post_recv::default();
     let mut resp = abi::ib_uverbs_post_recv_resp::default();
@@ -377,13 +368,15 @@ fn ring_recv_doorbell(ibqp: &ibv_qp) -> Result<(), c_int> {
     cmd.core_payload.response = ptr::addr_of_mut!(resp) as u64;
     cmd.core_payload.qp_handle = ibqp.handle;
     cmd.core_payload.wqe_size = size_of::<abi::ib_uverbs_recv_wr>() as u32;
+    write_command(ibqp, &cmd)
+}
+
+/// Writes a uverbs write() command (`ibv_post_send`, `ibv_post_recv`: header
+/// and payload, all whole words, no padding) to the QP's context.
+fn write_command<C>(ibqp: &ibv_qp, cmd: &C) -> Result<(), c_int> {
     // SAFETY: viewing the command, a plain C struct, as its bytes.
-    let bytes = unsafe {
-        core::slice::from_raw_parts(
-            ptr::addr_of!(cmd).cast::<u8>(),
-            size_of::<abi::ibv_post_recv>(),
-        )
-    };
+    let bytes =
+        unsafe { core::slice::from_raw_parts(ptr::from_ref(cmd).cast::<u8>(), size_of::<C>()) };
     // SAFETY: the context outlives its QPs.
     let fd = unsafe { (*ibqp.context).cmd_fd };
     sys::write_all(fd, bytes)
