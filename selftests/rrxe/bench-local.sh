@@ -10,7 +10,14 @@
 #  - latency of 2-byte RDMA Write, Send and RDMA Read (average us);
 #  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message;
 #  - the same on rrxe through librrxe, the project's provider, against rdma-core's rxe
-#    provider (BENCH_LIBRRXE=0 leaves it out).
+#    provider (BENCH_LIBRRXE=0 leaves it out);
+#  - a slow receiver: ib_send_bw of 4 KiB with the server keeping 1, 2 or 8 receives posted
+#    (-r), on rrxe with end-to-end credits, with them off (the `credits` module parameter:
+#    "no credit information", as rdma_rxe reports), through librrxe (whose receives ring
+#    the doorbell rrxe asks for while the sender waits for credits) and on rdma_rxe, with
+#    rrxe's credit holds, receive doorbells and RNR NAKs a message.
+# BENCH_TABLES picks the tables: "main" (all but the slow receiver), "credits" (it alone);
+# both by default.
 # With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
 #  - RDMA Write bandwidth from 2 B to 1 MiB, Send and RDMA Read at 4 KiB and 1 MiB (MB/s);
 #  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
@@ -25,6 +32,10 @@ REPEAT=${BENCH_REPEAT:-5}
 BW_ITER=${BENCH_ITERS:-1000}
 LAT_ITER=${BENCH_LAT_ITERS:-1000}
 RATE_ITER=${BENCH_RATE_ITERS:-20000}
+CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
+RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
+TABLES=${BENCH_TABLES:-main credits}
+CREDITS_PARAM=/sys/module/rrxe/parameters/credits
 ADDR=198.18.9.1
 rc=0
 port=19000
@@ -37,8 +48,20 @@ WORK_KEYS="runs arms run rx build send deliver arm"
 
 # work_counts: rrxe's values of $WORK so far, in that order, on one line.
 work_counts() {
+	counts "$WORK"
+}
+
+# The credit mechanism's counters (rrxe only; the device's, so both ends of a loopback
+# transfer): the sender's holds for credits, the receiver's receive doorbells, the RNR NAKs
+# the sender got; a message each in the slow-receiver table.
+CREDIT_COUNTERS="credit_holds recv_doorbells rnr_naks_rcvd"
+CREDIT_KEYS="holds doorbells rnrs"
+
+# counts NAMES: rrxe's values of the counters NAMES so far, in that order, on one line
+# (nothing on rdma_rxe, which has none of them).
+counts() {
 	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
-		awk -v names="$WORK" 'BEGIN { n = split(names, want, " ") }
+		awk -v names="$1" 'BEGIN { n = split(names, want, " ") }
 			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] = v } }
 			END { if (1 in c) { for (i = 1; i <= n; i++) printf "%s ", c[i]; print "" } }'
 }
@@ -91,6 +114,22 @@ perf() {
 		;;
 	lat) fig[$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
 	esac
+}
+
+# slow KEY R: ib_send_bw of CREDIT_ITER 4 KiB messages into a server keeping R receives
+# posted, as perf's "bw" (fig[KEY]); on rrxe also the credit counters a message
+# (fig[KEY,holds], fig[KEY,doorbells], fig[KEY,rnrs]).
+slow() {
+	local key=$1 r=$2 c0 c1 k=0 name
+	c0=$(counts "$CREDIT_COUNTERS")
+	perf "$key" bw ib_send_bw -s 4096 -n "$CREDIT_ITER" -r "$r"
+	c1=$(counts "$CREDIT_COUNTERS")
+	[ -n "$c0" ] && [ -n "$c1" ] || return 0
+	for name in $CREDIT_KEYS; do
+		k=$((k + 1))
+		fig[$key,$name]+="$(awk -v a="$c0" -v b="$c1" -v k=$k -v n="$CREDIT_ITER" 'BEGIN {
+			split(a, x, " "); split(b, y, " "); printf "%.2f", (y[k] - x[k]) / n }') "
+	done
 }
 
 ip link add bv0 type veth peer name bv1 || exit 1
@@ -194,16 +233,56 @@ for r in $(seq "$REPEAT"); do
 		bench_device "$kmod" bv0 "$ADDR" || exit 1
 		echo "# round $r: $mod"
 		if [ "$mod" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
-		for op in write send read; do
-			perf "$mod,$op,bw" bw "ib_${op}_bw" -s 65536 -n "$BW_ITER"
-			perf "$mod,$op,lat" lat "ib_${op}_lat" -s 2 -n "$LAT_ITER"
-		done
-		perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
+		if [[ " $TABLES " == *" main "* ]]; then
+			for op in write send read; do
+				perf "$mod,$op,bw" bw "ib_${op}_bw" -s 65536 -n "$BW_ITER"
+				perf "$mod,$op,lat" lat "ib_${op}_lat" -s 2 -n "$LAT_ITER"
+			done
+			perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
+		fi
+		if [[ " $TABLES " == *" credits "* ]]; then
+			for d in $RX_DEPTHS; do
+				slow "$mod,slow,$d" "$d"
+			done
+			# The same on rrxe with credit reporting off (read as each QP is created).
+			if [ "$mod" = rrxe ] && [ -w "$CREDITS_PARAM" ]; then
+				echo 0 >"$CREDITS_PARAM"
+				for d in $RX_DEPTHS; do
+					slow "nocredits,slow,$d" "$d"
+				done
+				echo 1 >"$CREDITS_PARAM"
+			fi
+		fi
 		unset RDMAV_DRIVERS
 		rdma link delete "$dev"
 		rmmod "$kmod"
 	done
 done
+
+if [[ " $TABLES " == *" credits "* ]]; then
+	echo
+	echo "slow receiver in loopback: ib_send_bw -s 4096 -n $CREDIT_ITER -r N, MB/s, median (min-max) and"
+	echo "spread of $REPEAT rounds; rrxe with credits (rdma-core's rxe provider), without them, with them"
+	echo "through librrxe; a message: the sender's holds for credits, the receiver's doorbells, RNR NAKs"
+	printf '%-16s %22s %5s %22s %5s %22s %5s %22s %5s %7s %7s %7s\n' "" "rrxe credits" "" \
+		"rrxe no credits" "" "librrxe credits" "" "rdma_rxe" "" "on/rxe" "lib/rxe" "on/off"
+	for d in $RX_DEPTHS; do
+		printf '%-16s %22s %5s %22s %5s %22s %5s %22s %5s %7s %7s %7s\n' "-r $d MB/s" \
+			"$(stat "rrxe,slow,$d")" "$(spread "rrxe,slow,$d")" \
+			"$(stat "nocredits,slow,$d")" "$(spread "nocredits,slow,$d")" \
+			"$(stat "librrxe,slow,$d")" "$(spread "librrxe,slow,$d")" \
+			"$(stat "rdma_rxe,slow,$d")" "$(spread "rdma_rxe,slow,$d")" \
+			"$(ratio "rrxe,slow,$d" "rdma_rxe,slow,$d")" \
+			"$(ratio "librrxe,slow,$d" "rdma_rxe,slow,$d")" \
+			"$(ratio "rrxe,slow,$d" "nocredits,slow,$d")"
+		for name in $CREDIT_KEYS; do
+			printf '%-16s %22s %5s %22s %5s %22s %5s\n' "  $name/msg" \
+				"$(stat "rrxe,slow,$d,$name")" "" "$(stat "nocredits,slow,$d,$name")" "" \
+				"$(stat "librrxe,slow,$d,$name")" ""
+		done
+	done
+	[[ " $TABLES " == *" main "* ]] || exit $rc
+fi
 
 echo
 echo "perftest in loopback on one device, median (min-max) and spread of $REPEAT rounds"

@@ -3,7 +3,7 @@
 """End-to-end credits (IBA 9.7.7.2) between two VMs, through the unmodified rxe provider.
 
   credits.py server DEV GID_INDEX PORT                 side B: the slow receiver
-  credits.py client DEV GID_INDEX HOST PORT [rxe]      side A: the sender; TAP output
+  credits.py client DEV GID_INDEX HOST PORT [rxe|librrxe]   side A: the sender; TAP output
 
 Side B keeps only DEPTH receives posted and reposts each one DELAY after its message
 arrived; side A posts N Sends of SIZE bytes back to back on an RC QP. B checks every
@@ -15,6 +15,11 @@ counters and the elapsed time; the wire checks decode the pcap of the VMs' wire
 
 With `rxe`, side B runs rdma_rxe and only the slow-receiver round runs: a receiver that
 reports no credits, against which the transfer still completes, through RNR NAKs.
+
+With `librrxe`, side B's server runs through librrxe, the project's provider, and only the
+credits-on round runs: B's reposts, which the stock provider makes in its ring unseen until
+rrxe's next recheck of the queue, ring the receive doorbell rrxe asks for while A is held
+(Documentation/rrxe/uverbs-abi.rst), and the round's time is printed beside the stock one.
 """
 import json
 import os
@@ -58,6 +63,8 @@ MTU = e.IBV_MTU_1024
 ACK_TIMEOUT, MIN_RNR_TIMER, RNR_RETRY = 15, 12, 7
 PARAM = "/sys/module/rrxe/parameters/credits"
 PCAP = "/run/results/wire.pcap"
+# The stock provider's credits-on figures, for the librrxe round (a later process) to compare.
+STOCK_FIGURES = "/tmp/credits-stock.json"
 WC_SUCCESS = 0
 # A block the messages are cut from: message i is its index and SIZE - 4 bytes of the
 # block from offset i % 997, so every message differs and none is constant.
@@ -219,7 +226,7 @@ def serve(dev, gid_index, port):
                        "counters": delta(before, counters(dev), "rnr_naks_sent",
                                          "unsolicited_acks", "rcvd_pkts", "rcvd_queue_full",
                                          "duplicate_requests", "out_of_seq_requests",
-                                         "seq_naks_sent")}
+                                         "seq_naks_sent", "recv_doorbells")}
             elif cmd == "result":
                 reply(job)
             elif cmd == "bye":
@@ -337,15 +344,40 @@ def credit_values(acks):
     return [p["aeth"]["value"] for p in acks if p["aeth"]["type"] == "ack"]
 
 
-def client(dev, gid_index, host, port, rxe_peer):
+def librrxe_round(side, peer):
+    """Credits on with B's server through librrxe: its receive doorbells."""
+    fig, _ = slow_round(side, peer, "credits on, B through librrxe", True, N, DEPTH)
+    b = fig["b"]
+    report(b["recv_doorbells"] > 0 and fig["a"]["credit_holds"] > 0
+           and b["unsolicited_acks"] > 0,
+           "credits on, B through librrxe: B's reposts rang receive doorbells, whose "
+           "unsolicited ACKs released A's holds",
+           f"A {fig['a']}, B {b}")
+    try:
+        with open(STOCK_FIGURES) as f:
+            stock = json.load(f)
+        tap.diag(f"slow receiver, {N} x {SIZE} B, {DEPTH} receives, credits on: B through "
+                 f"librrxe {fig['elapsed']:.2f} s, {b['recv_doorbells']} doorbells, "
+                 f"{b['rnr_naks_sent']} RNR NAKs, {b['unsolicited_acks']} unsolicited ACKs; "
+                 f"through the stock provider {stock['elapsed']:.2f} s, "
+                 f"{stock['rnr_naks_sent']} RNR NAKs, {stock['unsolicited_acks']} unsolicited "
+                 f"ACKs")
+    except (OSError, ValueError, KeyError):
+        pass
+
+
+def client(dev, gid_index, host, port, peer_kind):
+    rxe_peer = peer_kind == "rxe"
     tap.begin(f"end-to-end credits, {N_RXE if rxe_peer else N} Sends to a slow receiver"
-              + (" (rdma_rxe)" if rxe_peer else ""))
+              + {"rxe": " (rdma_rxe)", "librrxe": " (through librrxe)"}.get(peer_kind, ""))
     side = Side(dev, gid_index, N)
     peer = ctl_channel.connect(host, port, "cmd").call
 
     no_pcap = "no pcap of the wire (make check's boot writes " + PCAP + ")"
     try:
-        if rxe_peer:
+        if peer_kind == "librrxe":
+            librrxe_round(side, peer)
+        elif rxe_peer:
             fig, pkts = slow_round(side, peer, "rdma_rxe receiver", None, N_RXE, DEPTH)
             report(fig["a"]["rnr_naks_rcvd"] > 0 and fig["a"]["credit_holds"] == 0,
                    "... it reports no credits: A sends unlimited and recovers through RNR "
@@ -359,6 +391,8 @@ def client(dev, gid_index, host, port, rxe_peer):
                        f"credit codes {sorted(set(vals))}")
         else:
             on, on_pkts = slow_round(side, peer, "credits on", True, N, DEPTH)
+            with open(STOCK_FIGURES, "w") as f:
+                json.dump({"elapsed": on["elapsed"], **on["b"]}, f)
             off, off_pkts = slow_round(side, peer, "credits off", False, N, DEPTH)
             # How many RNR NAKs credits leave depends on the hosts: A holds a Send that
             # is past its credits for at most 64 ms, then probes with it, and B refuses the
@@ -444,7 +478,7 @@ def main():
         serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return 0
     return client(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]),
-                  len(sys.argv) > 6 and sys.argv[6] == "rxe")
+                  sys.argv[6] if len(sys.argv) > 6 else None)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 
 #![cfg(test)]
 
-use super::super::aeth::{CreditCode, Syndrome};
+use super::super::aeth::{CreditCode, Syndrome, CREDIT_WATCH_FIRST_NS};
 use super::super::headers::Aeth;
 use super::super::opcode::codes;
 use super::super::packet::ExtHeaders;
@@ -466,8 +466,9 @@ fn requester_stops_holding_after_holds_in_a_row_run_out() {
 fn receives_posted_without_a_doorbell_are_noticed() {
     // A user QP posts receives through its ring, no system call: B's engine
     // learns of them only when it runs. Having handed out its last credit,
-    // it rechecks its receive queue 1 ms later, then 2, 4, ... (16 at most).
-    // A holds its Send for up to its Local ACK Timeout, 67 ms.
+    // it rechecks its receive queue CREDIT_WATCH_FIRST_NS later, then after
+    // twice that, four times, ... (16 ms at most). A holds its Send for up to
+    // its Local ACK Timeout, 67 ms.
     let mut setup = Setup::rc();
     setup.timeout = 14;
     let mut p = Pair::connect(setup, 12, Link::PERFECT);
@@ -478,18 +479,20 @@ fn receives_posted_without_a_doorbell_are_noticed() {
     p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 1);
     until_held(&mut p);
     let taken_at = responses(&p, B).last().unwrap().at;
-    // Posted 5.5 ms after the last credit went: found by the check at
-    // 1 + 2 + 4 = 7 ms.
-    p.alarms = vec![taken_at + 5_500_000];
-    p.run_until(10_000, |p| p.now >= taken_at + 5_500_000);
+    // Posted 5.5 first intervals after the last credit went: found by the
+    // check at 1 + 2 + 4 = 7.
+    let first = CREDIT_WATCH_FIRST_NS;
+    let posted_at = taken_at + first * 11 / 2;
+    p.alarms = vec![posted_at];
+    p.run_until(10_000, |p| p.now >= posted_at);
     p.nodes[B].post_recv_quietly(2, 1024);
     p.alarms.clear();
     p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 2);
     let update = responses(&p, B)
         .into_iter()
-        .find(|w| w.at > taken_at + 5_500_000)
+        .find(|w| w.at > posted_at)
         .unwrap();
-    assert_eq!(update.at, taken_at + 7_000_000, "{update:?}");
+    assert_eq!(update.at, taken_at + 7 * first, "{update:?}");
     assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(1)));
     assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
     assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
@@ -501,7 +504,8 @@ fn a_receive_doorbell_is_wanted_only_while_the_requester_waits_for_one() {
     // The engine asks for a doorbell on posts exactly while it watches its
     // receive queue: from the message that took A's last credit until an
     // update announced new ones. A doorbell then sends the update at once
-    // rather than at the next recheck (1 ms after the credit went).
+    // rather than at the next recheck (CREDIT_WATCH_FIRST_NS after the credit
+    // went).
     let mut p = Pair::connect(Setup::rc(), 14, Link::PERFECT);
     p.nodes[B].post_recv(1, 1024);
     p.run_until(1000, |_| false);
@@ -587,8 +591,8 @@ fn an_ack_owed_to_a_request_does_not_end_the_credit_watch() {
         .into_iter()
         .find(|w| w.at > late && credit_of(w) == Some(CreditCode::from_posted_wqes(1)))
         .unwrap();
-    // The next recheck, 2 ms later, found the receive.
-    assert_eq!(update.at, late + 2_000_000, "{update:?}");
+    // The next recheck, two first intervals later, found the receive.
+    assert_eq!(update.at, late + 2 * CREDIT_WATCH_FIRST_NS, "{update:?}");
     assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
     assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
     data_ok(&p.nodes[B]);
@@ -1059,7 +1063,7 @@ fn two_receives_keep_two_messages_in_flight() {
 fn slow_receiver_posting_through_its_ring() {
     // The slow receiver again, posting as a user QP does (no doorbell): the
     // rechecks of the receive queue keep RNR NAKs away. (Each repost is seen
-    // up to a recheck late, 1 ms at first: on this 2 us link that is slower
+    // up to a recheck late, 250 us at first: on this 2 us link that is slower
     // than the off run's RNR retries; on a real wire an RNR NAK costs more.)
     let on = slow_receiver_with(
         Link::PERFECT,
