@@ -19,7 +19,8 @@ use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// rrxe's word in the header's padding (`pad_1`, on a cache line of its own):
 /// non-zero while the kernel asks the producer of a QP's receive queue for a
-/// doorbell after its next post (Documentation/rrxe/uverbs-abi.rst).
+/// doorbell, once the queue holds that many WQEs
+/// (Documentation/rrxe/uverbs-abi.rst).
 const DOORBELL_WANTED: usize = 64;
 const _: () = assert!(
     DOORBELL_WANTED >= offset_of!(rxe_queue_buf, pad_1)
@@ -152,14 +153,23 @@ impl Ring {
     }
 
     /// Producer side, after publishing: whether the kernel asked for a
-    /// doorbell, taking the request so that one post of a burst rings. The
+    /// doorbell and the ring now holds the WQEs it asked for (posted, not yet
+    /// consumed), taking the request so that one post of a burst rings. The
     /// kernel raises it, then reads the producer index; this side published
     /// the index and reads the request, each with a full fence in between, so
-    /// a post is either seen by the kernel or rings.
+    /// a post is either seen by the kernel or rings, or is found by the
+    /// kernel's next recheck of the ring (fewer than asked for).
     pub(crate) fn take_doorbell_request(&self) -> bool {
         fence(Ordering::SeqCst);
         let word = self.index(DOORBELL_WANTED);
-        word.load(Ordering::Relaxed) != 0 && word.swap(0, Ordering::Relaxed) != 0
+        let after = word.load(Ordering::Relaxed);
+        if after == 0 {
+            return false;
+        }
+        let prod = self.producer().load(Ordering::Relaxed) & self.mask;
+        let cons = self.consumer().load(Ordering::Acquire) & self.mask;
+        // A stale consumer index counts too many: a doorbell early, not lost.
+        (prod.wrapping_sub(cons) & self.mask) >= after && word.swap(0, Ordering::Relaxed) != 0
     }
 
     /// Consumer side: the oldest element the kernel produced, if any.

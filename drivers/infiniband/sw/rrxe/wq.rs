@@ -489,14 +489,15 @@ impl RecvRing {
         self.current_len = 0;
     }
 
-    /// Asks the producer of a user QP's own ring for a receive doorbell while `on` (the
-    /// engine's `wants_recv_doorbell`). Returns whether WQEs may have been posted that no
-    /// doorbell will announce: the ring's producer moved past `producer`, where it stood
-    /// when the engine last looked, before the request became visible.
-    pub(crate) fn want_doorbell(&self, on: bool, producer: u32) -> bool {
+    /// Asks the producer of a user QP's own ring for a receive doorbell once the ring holds
+    /// `after` WQEs (the engine's `recv_doorbell_after`; 0: no doorbell). Returns whether
+    /// WQEs may have been posted that no doorbell will announce: the ring's producer moved
+    /// past `producer`, where it stood when the engine last looked, before the request
+    /// became visible.
+    pub(crate) fn want_doorbell(&self, after: u32, producer: u32) -> bool {
         match (&self.src, self.mi) {
             (RecvSource::Ring(ring), Some(_)) => {
-                ring.want_doorbell(on).is_some_and(|p| p != producer)
+                ring.want_doorbell(after).is_some_and(|p| p != producer)
             }
             _ => false,
         }

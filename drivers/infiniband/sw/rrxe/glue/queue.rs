@@ -180,21 +180,22 @@ impl SharedQueue {
         self.index(PRODUCER_INDEX).load(Ordering::Acquire) & self.index_mask
     }
 
-    /// Asks the producer for a doorbell after its next post, or stops asking. Returns the
-    /// producer index if this raised the request: a post published before the request was
-    /// visible saw no request and rang nothing, so the caller looks for one itself. The
-    /// producer publishes its index, then reads the word (each side a store, a full fence,
-    /// then a load), so at least one side sees the other's store. The producer takes a
-    /// request by clearing the word, so a burst of posts rings once; whatever it writes
-    /// there costs at most a needless run.
-    pub(crate) fn want_doorbell(&self, on: bool) -> Option<u32> {
+    /// Asks the producer for a doorbell once the queue holds `after` elements (posted, not
+    /// yet consumed), or, with 0, stops asking. Returns the producer index if this raised
+    /// the request: a post published before the request was visible saw no request and rang
+    /// nothing, so the caller looks for one itself. The producer publishes its index, then
+    /// reads the word (each side a store, a full fence, then a load), so at least one side
+    /// sees the other's store. The producer takes a request by clearing the word, so a burst
+    /// of posts rings once; whatever it writes there costs at most a needless run.
+    pub(crate) fn want_doorbell(&self, after: u32) -> Option<u32> {
         let word = self.index(DOORBELL_WANTED);
-        let raised = word.load(Ordering::Relaxed) != 0;
-        if raised == on {
+        let old = word.load(Ordering::Relaxed);
+        if old == after {
             return None;
         }
-        word.store(u32::from(on), Ordering::Relaxed);
-        if !on {
+        word.store(after, Ordering::Relaxed);
+        // A new size for a request already up needs no second look.
+        if after == 0 || old != 0 {
             return None;
         }
         fence(Ordering::SeqCst);

@@ -143,13 +143,13 @@ impl QpCore {
             sent += 1;
         }
         self.collect(qp, outbox, ud, None);
-        // While the requester waits for credits, the next receive a user posts is news: its
-        // provider is asked to ring for it rather than wait for the engine's next recheck
-        // of the queue (a busy receiver reposts long before it). A post made as the request
-        // went up may have missed it: then this QP runs again to look.
-        let unseen = self
-            .rq
-            .want_doorbell(self.engine.wants_recv_doorbell(), producer);
+        // While the requester waits for credits, receives a user posts are news: its
+        // provider is asked to ring once it has posted a batch worth an update rather than
+        // wait for the engine's next recheck of the queue (a busy receiver reposts long
+        // before it). A post made as the request went up may have missed it: then this QP
+        // runs again to look.
+        let after = self.engine.recv_doorbell_after().unwrap_or(0);
+        let unseen = self.rq.want_doorbell(after, producer);
         self.mrs.clear();
         let stats = self.engine.take_stats();
         if !stats.is_zero() {

@@ -248,8 +248,18 @@ impl Qp {
     /// and only then, instead of the engine waiting for its next recheck.
     #[must_use]
     pub fn wants_recv_doorbell(&self) -> bool {
-        matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-            && self.resp.watching_receives()
+        self.recv_doorbell_after().is_some()
+    }
+
+    /// While [`Qp::wants_recv_doorbell`], the receive WQEs the queue should
+    /// hold before its producer rings: half the depth its consumer keeps it
+    /// at (at least one), so that the update grants a batch of credits.
+    #[must_use]
+    pub fn recv_doorbell_after(&self) -> Option<u32> {
+        if !matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        self.resp.recv_doorbell_after()
     }
 
     /// Handles one received packet for this QP, already parsed and its

@@ -560,6 +560,40 @@ fn a_receive_doorbell_is_wanted_only_while_the_requester_waits_for_one() {
 }
 
 #[test]
+fn a_receive_doorbell_waits_for_half_the_depth_the_consumer_keeps() {
+    // B keeps eight receives posted, and A's eight Sends take them all: an
+    // update per repost would grant one credit at a time and pace A at one
+    // message a round trip, so the doorbell is asked for once four are back.
+    let mut p = Pair::connect(Setup::rc(), 17, Link::PERFECT);
+    for i in 0..8 {
+        p.nodes[B].post_recv(i, 1024);
+    }
+    p.run_until(1000, |_| false);
+    assert_eq!(p.nodes[B].qp.recv_doorbell_after(), None, "A has credits");
+    for i in 0..9 {
+        post_send(&mut p.nodes[A], i, 100);
+    }
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 8);
+    until_held(&mut p);
+    assert_eq!(p.nodes[B].qp.recv_doorbell_after(), Some(4));
+    // The consumer reposts four, and rings: one update grants all four.
+    for i in 8..12 {
+        p.nodes[B].post_recv_quietly(i, 1024);
+    }
+    let rung_at = p.now;
+    p.nodes[B].with(|qp, io| qp.post_recv(io));
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 9);
+    let update = responses(&p, B)
+        .into_iter()
+        .find(|w| w.at >= rung_at)
+        .unwrap();
+    assert_eq!(update.at, rung_at, "{update:?}");
+    assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(4)));
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    data_ok(&p.nodes[B]);
+}
+
+#[test]
 fn an_ack_owed_to_a_request_does_not_end_the_credit_watch() {
     // A driver's run takes the packets that arrived, then fires its expired
     // timer, then sends. A run that waited for the CPU can find the last
