@@ -133,8 +133,11 @@ else
 	check "... through the stock rxe provider: no doorbell, the transfer completes all the same" \
 		doorbells 0 0 stock crd1s ib_send_bw -s 4096 -r 1 -n 200 -F -p 18815
 	echo "# $rung"
-	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): no doorbell while credits last" \
-		doorbells 0 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
+	# The requester of a queue kept 64 deep runs out of credits now and then (a release
+	# guest's server reposts in bursts): the doorbell, asked for once half the depth is
+	# back, rang 4 times there, where one on every post while asked rang 812.
+	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): a doorbell for one post in a hundred at most" \
+		doorbells 0 20 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
 	echo "# $rung"
 fi
 
