@@ -419,7 +419,7 @@ impl Driver for Rrxe {
         if user {
             dev.data().shared().counters.recv_doorbells.inc();
         }
-        qp::recv_doorbell(qp)
+        qp::recv_doorbell(qp, user)
     }
 
     fn attach_mcast(dev: &DeviceOf<Self>, qp: &RrxeQp, gid: &[u8; 16]) -> Result {

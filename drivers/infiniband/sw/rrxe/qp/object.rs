@@ -486,8 +486,51 @@ pub(crate) fn post_recv(qp: &RrxeQp, wr: &RecvWr<'_>) -> Result {
 
 /// Receive WRs were posted (a user QP rings only when its task asked for a doorbell, see
 /// `RecvRing::want_doorbell`): the task may owe the requester a credit update.
-pub(crate) fn recv_doorbell(qp: &RrxeQp) {
-    Task::kick(&qp.shared);
+///
+/// A user's doorbell sends that update itself, from the system call: the requester is
+/// held for credits (IBA 9.7.7.2.4) until it arrives, so it is the whole of the receiver's
+/// part of a message's round trip, and a work item queued for it waited for a CPU: on the
+/// poster's, for the end of the polling consumer's time slice, on another, for that
+/// (virtual) CPU to be woken. The doorbell is rare (asked for only while the requester
+/// waits, once a batch), so its wait for a run going on elsewhere costs little. A kernel
+/// consumer may post from a completion handler, in softirq, where the QP's mutex cannot be
+/// taken: its receives are found by the task, as before.
+pub(crate) fn recv_doorbell(qp: &RrxeQp, user: bool) {
+    let shared = &qp.shared;
+    if !user {
+        Task::kick(shared);
+        return;
+    }
+    let mut kicks = Kicks::new();
+    let (unseen, deadline) = {
+        let mut guard = shared.core.lock();
+        let Some(core) = guard.as_mut() else {
+            return;
+        };
+        let producer = core.rq.producer();
+        core.io(None, |engine, io, _| engine.post_recv(io));
+        let mut sent = 0;
+        while sent < DOORBELL_BUDGET && core.transmit(qp.qpn(), &mut kicks) {
+            sent += 1;
+        }
+        // As at the end of a run: ask again if the update was not worth its credits yet,
+        // and look once more for a post that raced with the request.
+        let after = core.engine.recv_doorbell_after().unwrap_or(0);
+        let unseen = core.rq.want_doorbell(after, producer);
+        core.mrs.clear();
+        let stats = core.engine.take_stats();
+        if !stats.is_zero() {
+            core.dev.counters.add_transport(&stats);
+        }
+        (unseen, core.engine.poll_timeout().is_some())
+    };
+    // Packets looped back to QPs of this host, kicked once each.
+    kicks.fire(Place::Here);
+    // What was sent may have started a timer (a requester's packet went too), which only a
+    // run arms: one armed from here could replace the later deadline of a run in between.
+    if unseen || deadline {
+        Task::kick(shared);
+    }
 }
 
 /// The P_Key at `index` of the port's table: RoCE has the default partition only.
