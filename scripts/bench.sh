@@ -38,8 +38,11 @@ if [ "${1:-}" = local ]; then
 	exec scripts/vm.sh --variant release --timeout 7200 --out "$out" "${envs[@]}" "${icount[@]}" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/bench-local.sh"
 fi
+# BENCH_PCAP=FILE keeps the wire's frames, for selftests/rrxe/lib/credit_cycle.py.
+pcap=()
+[ -z "${BENCH_PCAP:-}" ] || pcap=(--pcap "$BENCH_PCAP")
 # The Unix wire: the TCP one holds a pausing sender's last frames ~40 ms (Nagle), which a
 # credit-limited sender and every ping-pong pay (Documentation/rrxe/benchmarks.rst).
-scripts/vm.sh --variant release --two --wire "${BENCH_WIRE:-unix}" --timeout 5400 --out "$out" "${envs[@]}" \
+scripts/vm.sh --variant release --two --wire "${BENCH_WIRE:-unix}" --timeout 5400 --out "$out" "${envs[@]}" "${pcap[@]}" \
 	--module drivers/infiniband/sw/rrxe/rrxe.ko \
 	--cmd "$guest/bench.sh" --cmd-b "$guest/bench-peer.sh" | sed -n 's/^\[a\] //p'

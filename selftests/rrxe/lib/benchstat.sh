@@ -10,12 +10,23 @@
 #   median KEY         the median alone
 #   spread KEY         (max - min) / median in percent, or "-"
 #   ratio KEY1 KEY2    median(KEY1) / median(KEY2), or "-"
+#   bench_rounds       the two-VM benchmark's rounds (BENCH_REPEAT, default 3), which both
+#                      sides must agree on
+#   bench_order ROUND  the drivers in the order round ROUND measures them: rrxe first in odd
+#                      rounds, rdma_rxe first in even ones, so that neither always has the
+#                      boot's first (or last) minutes
 #   start_server PROG ARGS...
 #                      start PROG's perftest server on $dev (set by bench_device) at the
 #                      next port ($port, which the caller starts at a free one) and wait
 #                      until it listens; its PID in $server
 
 declare -A fig
+
+bench_rounds() { echo "${BENCH_REPEAT:-3}"; }
+
+bench_order() {
+	if (($1 % 2)); then echo rrxe rdma_rxe; else echo rdma_rxe rrxe; fi
+}
 
 start_server() {
 	local prog=$1 i
