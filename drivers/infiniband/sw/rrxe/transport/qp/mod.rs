@@ -252,8 +252,8 @@ impl Qp {
     }
 
     /// While [`Qp::wants_recv_doorbell`], the receive WQEs the queue should
-    /// hold before its producer rings: half the depth its consumer keeps it
-    /// at (at least one), so that the update grants a batch of credits.
+    /// hold before its producer rings: the depth its consumer keeps it at (at
+    /// least one), so that the update grants the requester's whole window.
     #[must_use]
     pub fn recv_doorbell_after(&self) -> Option<u32> {
         if !matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {

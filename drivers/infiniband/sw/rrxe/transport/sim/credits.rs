@@ -560,10 +560,11 @@ fn a_receive_doorbell_is_wanted_only_while_the_requester_waits_for_one() {
 }
 
 #[test]
-fn a_receive_doorbell_waits_for_half_the_depth_the_consumer_keeps() {
+fn a_receive_doorbell_waits_for_the_depth_the_consumer_keeps() {
     // B keeps eight receives posted, and A's eight Sends take them all: an
     // update per repost would grant one credit at a time and pace A at one
-    // message a round trip, so the doorbell is asked for once four are back.
+    // message a round trip, so the doorbell is asked for once all eight are
+    // back; fewer are left to the rechecks.
     let mut p = Pair::connect(Setup::rc(), 17, Link::PERFECT);
     for i in 0..8 {
         p.nodes[B].post_recv(i, 1024);
@@ -575,9 +576,9 @@ fn a_receive_doorbell_waits_for_half_the_depth_the_consumer_keeps() {
     }
     p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 8);
     until_held(&mut p);
-    assert_eq!(p.nodes[B].qp.recv_doorbell_after(), Some(4));
-    // The consumer reposts four, and rings: one update grants all four.
-    for i in 8..12 {
+    assert_eq!(p.nodes[B].qp.recv_doorbell_after(), Some(8));
+    // The consumer reposts eight, and rings: one update grants all eight.
+    for i in 8..16 {
         p.nodes[B].post_recv_quietly(i, 1024);
     }
     let rung_at = p.now;
@@ -588,7 +589,7 @@ fn a_receive_doorbell_waits_for_half_the_depth_the_consumer_keeps() {
         .find(|w| w.at >= rung_at)
         .unwrap();
     assert_eq!(update.at, rung_at, "{update:?}");
-    assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(4)));
+    assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(8)));
     assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
     data_ok(&p.nodes[B]);
 }
