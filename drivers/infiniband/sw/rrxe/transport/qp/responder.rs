@@ -414,8 +414,7 @@ impl Responder {
     /// one credit, against 700 of 2,400 found by rechecks, and each window
     /// costs the requester a wait). Fewer posts are found by the next recheck.
     pub(super) fn recv_doorbell_after(&self) -> Option<u32> {
-        self.watching_receives()
-            .then(|| self.credit_high.max(1))
+        self.watching_receives().then(|| self.credit_high.max(1))
     }
 
     /// When the receive queue is to be rechecked next.
