@@ -144,6 +144,14 @@ impl QpCore {
         self.sq.snapshot(|num| ahs.lookup(pd, num));
     }
 
+    /// Sends up to [`DOORBELL_BUDGET`] of the engine's packets from a doorbell's system call.
+    fn transmit_some(&mut self, qpn: u32, kicks: &mut Kicks) {
+        let mut sent = 0;
+        while sent < DOORBELL_BUDGET && self.transmit(qpn, kicks) {
+            sent += 1;
+        }
+    }
+
     /// Lends the queues and memory to the engine for one call.
     pub(super) fn io<R>(
         &mut self,
@@ -450,10 +458,7 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
             let mut kicks = Kicks::new();
             if let Some(core) = shared.core.lock().as_mut() {
                 core.snapshot_sends();
-                let mut sent = 0;
-                while sent < DOORBELL_BUDGET && core.transmit(qp.qpn(), &mut kicks) {
-                    sent += 1;
-                }
+                core.transmit_some(qp.qpn(), &mut kicks);
                 core.mrs.clear();
             }
             // Datagrams looped back to QPs of this host, kicked once each.
@@ -507,12 +512,16 @@ pub(crate) fn recv_doorbell(qp: &RrxeQp, user: bool) {
         let Some(core) = guard.as_mut() else {
             return;
         };
+        // Only the doorbell the engine asked for is answered here (a provider may ring any
+        // QP); any other is the task's, which also collects what its sends complete.
+        if !core.engine.wants_recv_doorbell() {
+            drop(guard);
+            Task::kick(shared);
+            return;
+        }
         let producer = core.rq.producer();
         core.io(None, |engine, io, _| engine.post_recv(io));
-        let mut sent = 0;
-        while sent < DOORBELL_BUDGET && core.transmit(qp.qpn(), &mut kicks) {
-            sent += 1;
-        }
+        core.transmit_some(qp.qpn(), &mut kicks);
         // As at the end of a run: ask again if the update was not worth its credits yet,
         // and look once more for a post that raced with the request.
         let after = core.engine.recv_doorbell_after().unwrap_or(0);
