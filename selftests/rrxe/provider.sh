@@ -114,30 +114,34 @@ else
 	# once a post. The stock provider knows no such word and rings nothing (the driver's
 	# rechecks of the ring find its receives), and a receiver whose requester never runs out
 	# of credits is never asked.
-	doorbells() { # LO HI VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
-		local lo=$1 hi=$2 before n ok=0
-		via=$3
-		shift 3
+	# A doorbell that was asked for sends the credit update itself, from its system call
+	# (recv_doorbell_acks): ACKLO of them at least.
+	doorbells() { # LO HI ACKLO VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
+		local lo=$1 hi=$2 acklo=$3 before acks n a ok=0
+		via=$4
+		shift 4
 		before=$(rdma_stat rrxe0 recv_doorbells)
+		acks=$(rdma_stat rrxe0 recv_doorbell_acks)
 		pp "$@" && ok=1
 		via=ours
 		n=$(($(rdma_stat rrxe0 recv_doorbells) - ${before:-0}))
-		rung="$n receive doorbells, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
+		a=$(($(rdma_stat rrxe0 recv_doorbell_acks) - ${acks:-0}))
+		rung="$n receive doorbells, $a updates sent by them, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
 		echo "$rung"
-		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ]
+		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ] && [ "$a" -ge "$acklo" ] && [ "$a" -le "$n" ]
 	}
 	rung="" # doorbells' figures, reported after each check
-	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201)" \
-		doorbells 20 201 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
+	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201), at least 10 of which send the update from the system call" \
+		doorbells 20 201 10 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
 	echo "# $rung"
 	check "... through the stock rxe provider: no doorbell, the transfer completes all the same" \
-		doorbells 0 0 stock crd1s ib_send_bw -s 4096 -r 1 -n 200 -F -p 18815
+		doorbells 0 0 0 stock crd1s ib_send_bw -s 4096 -r 1 -n 200 -F -p 18815
 	echo "# $rung"
 	# The requester of a queue kept 64 deep runs out of credits now and then (a release
 	# guest's server reposts in bursts): the doorbell, asked for once half the depth is
 	# back, rang 4 times there, where one on every post while asked rang 812.
 	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): a doorbell for one post in a hundred at most" \
-		doorbells 0 20 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
+		doorbells 0 20 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
 	echo "# $rung"
 fi
 

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 9;
+const WORK_COUNTERS: usize = 10;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -97,6 +97,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("qp_task_runs"),
     c_str!("qp_timer_arms"),
     c_str!("recv_doorbells"),
+    c_str!("recv_doorbell_acks"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -190,6 +191,9 @@ pub(crate) struct Counters {
     /// shared ring rings one only when the driver asks for it, while the requester waits
     /// for credits (see `RecvRing::want_doorbell`).
     pub(crate) recv_doorbells: Counter,
+    /// Of the unsolicited ACKs, those a user's receive doorbell sent from its own system
+    /// call (`qp::object::recv_doorbell`), rather than a task run.
+    pub(crate) recv_doorbell_acks: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -302,6 +306,7 @@ impl Counters {
             self.qp_task_runs.get(),
             self.qp_timer_arms.get(),
             self.recv_doorbells.get(),
+            self.recv_doorbell_acks.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

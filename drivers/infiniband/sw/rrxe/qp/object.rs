@@ -36,6 +36,7 @@ use crate::srq::{RrxeSrq, SrqShared};
 use crate::transport::qp::context::{AltPath, PKey, PathHandle};
 use crate::transport::qp::io::{Io, NoXrcSrqs, XrcSrqs};
 use crate::transport::qp::state::{QpState, QpType};
+use crate::transport::qp::stats::TransportEvent;
 use crate::transport::qp::{Qp as Engine, MAX_PACKET_LEN};
 use crate::wq::{RecvRing, RqPoster, SendRing, SqPoster};
 use core::cell::Cell;
@@ -529,7 +530,10 @@ pub(crate) fn recv_doorbell(qp: &RrxeQp, user: bool) {
         core.mrs.clear();
         let stats = core.engine.take_stats();
         if !stats.is_zero() {
-            core.dev.counters.add_transport(&stats);
+            let counters = &core.dev.counters;
+            counters.add_transport(&stats);
+            let acks = stats.get(TransportEvent::UnsolicitedAck);
+            counters.recv_doorbell_acks.add(u64::from(acks));
         }
         (unseen, core.engine.poll_timeout().is_some())
     };
