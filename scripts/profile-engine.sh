@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The transport engine's instructions per message, counted on the host: streams of RDMA Writes
-# through the simulation (sim/cost.rs: 64-byte messages, and 64 KiB ones at path MTU 1024) run
+# through the simulation (sim/cost.rs: 64-byte messages, and 64 KiB ones at path MTU 1024), and
+# 2-byte RDMA Reads one at a time (ib_read_lat's shape), run
 # under callgrind, once for each of the engine's entry points, counting from entry to return
 # (--toggle-collect), callees included: attributing inlined code to functions afterwards is not
 # reliable across builds. Instruction counts do not depend on scheduling, so two runs of one
@@ -41,3 +42,5 @@ echo "64-byte RDMA Writes (20,000 messages):"
 table a_stream_of_small_writes_lands_in_order 20000 1
 echo "64 KiB RDMA Writes at path MTU 1024 (500 messages):"
 table a_stream_of_64k_writes_lands_in_order 500 64
+echo "2-byte RDMA Reads, one at a time (20,000 Reads; per Read: the request and its response):"
+table a_ping_pong_of_small_reads_returns_each_ones_bytes 20000 1

@@ -2,7 +2,8 @@
 
 //! Streams of RDMA Writes in perftest's two shapes, run to completion and
 //! checked: 64-byte messages (its message-rate figure) and 64 KiB ones at
-//! path MTU 1024 (its bandwidth figure). They are also what
+//! path MTU 1024 (its bandwidth figure); and 2-byte RDMA Reads one at a
+//! time, as in its Read latency figure. They are also what
 //! `make profile-engine` runs under callgrind with more messages
 //! (`RRXE_COST_MESSAGES`) to count the engine's instructions per message
 //! and per packet on the host, where the count does not depend on a
@@ -73,4 +74,44 @@ fn a_stream_of_small_writes_lands_in_order() {
 fn a_stream_of_64k_writes_lands_in_order() {
     // Path MTU 1024 (code 3): 64 packets a message.
     stream_of_writes(64 * 1024, 3, 20);
+}
+
+/// perftest's `ib_read_lat -s 2` shape: one 2-byte RDMA Read at a time,
+/// each run to its completion (the request, the response, the completion)
+/// before the next is posted; `default` Reads or `RRXE_COST_MESSAGES`.
+fn ping_pong_of_reads(default: usize) {
+    let reads: usize = std::env::var("RRXE_COST_MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    let mut pair = Pair::connect(Setup::rc(), seed_or(12), Link::PERFECT);
+    for i in 0..reads {
+        // The responder's bytes change every time, so a Read that returned
+        // an earlier one's would show.
+        let bytes = (i as u16).to_be_bytes().to_vec();
+        pair.nodes[B].add_region(RKEY, VA, bytes.clone());
+        let wqe = SendWqe {
+            wr_id: i as u64,
+            opcode: SendOpcode::RdmaRead,
+            flags: SendFlags::SIGNALED,
+            length: 2,
+            remote: RemoteAddr { va: VA, rkey: RKEY },
+            ..SendWqe::default()
+        };
+        let index = pair.nodes[A].post_send(wqe, vec![0; 2]);
+        assert!(
+            pair.run_until(10_000, |p| !p.nodes[A].completions.is_empty()),
+            "Read {i} did not complete"
+        );
+        let c = pair.nodes[A].completions.remove(0);
+        assert_eq!((c.status, c.wr_id), (WcStatus::Success, i as u64));
+        assert!(pair.nodes[A].completions.is_empty());
+        assert_eq!(pair.nodes[A].mem.send_bufs.remove(&index), Some(bytes));
+    }
+    assert_eq!(pair.retransmitted, [0, 0]);
+}
+
+#[test]
+fn a_ping_pong_of_small_reads_returns_each_ones_bytes() {
+    ping_pong_of_reads(1_000);
 }
