@@ -2,11 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The transport engine's instructions per message, counted on the host: streams of RDMA Writes
-# through the simulation (sim/cost.rs: 64-byte messages, and 64 KiB ones at path MTU 1024), and
-# 2-byte RDMA Reads one at a time (ib_read_lat's shape), run
-# under callgrind, once for each of the engine's entry points, counting from entry to return
-# (--toggle-collect), callees included: attributing inlined code to functions afterwards is not
-# reliable across builds. Instruction counts do not depend on scheduling, so two runs of one
+# through the simulation (sim/cost.rs: 64-byte messages, and 64 KiB ones at path MTU 1024) and
+# 2-byte RDMA Reads one at a time (ib_read_lat's shape), run under callgrind, once for each of
+# the engine's entry points, counting from entry to return (--toggle-collect), callees
+# included: attributing inlined code to functions afterwards is not reliable across builds. Instruction counts do not depend on scheduling, so two runs of one
 # commit agree and two commits compare directly (Documentation/rrxe/benchmarks.rst).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -113,9 +113,8 @@ else
 	# Send takes the last credit and each repost is wanted; librrxe rings for it, at most
 	# once a post. The stock provider knows no such word and rings nothing (the driver's
 	# rechecks of the ring find its receives), and a receiver whose requester never runs out
-	# of credits is never asked.
-	# A doorbell that was asked for sends the credit update itself, from its system call
-	# (recv_doorbell_acks): ACKLO of them at least.
+	# of credits is never asked. A doorbell that was asked for sends the credit update
+	# itself, from its system call (recv_doorbell_acks): ACKLO of them at least.
 	doorbells() { # LO HI ACKLO VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
 		local lo=$1 hi=$2 acklo=$3 before acks n a ok=0
 		via=$4

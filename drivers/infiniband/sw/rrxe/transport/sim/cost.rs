@@ -20,14 +20,20 @@ const VA: u64 = 0x40_0000;
 /// Send queue depth kept posted, as `ib_write_bw -t 128`.
 const DEPTH: usize = 128;
 
+/// The messages a shape runs: `RRXE_COST_MESSAGES` (the profile's count),
+/// or `default` (the test's).
+fn messages_or(default: usize) -> usize {
+    std::env::var("RRXE_COST_MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Posts `default` messages of `len` bytes (or `RRXE_COST_MESSAGES`),
 /// keeping [`DEPTH`] posted, and checks each completes in order and the
 /// last one's bytes land.
 fn stream_of_writes(len: u32, mtu: u8, default: usize) {
-    let messages: usize = std::env::var("RRXE_COST_MESSAGES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
+    let messages = messages_or(default);
     let setup = Setup { mtu, ..Setup::rc() };
     let mut pair = Pair::connect(setup, seed_or(11), Link::PERFECT);
     pair.nodes[B].add_region(RKEY, VA, vec![0; len as usize]);
@@ -80,10 +86,7 @@ fn a_stream_of_64k_writes_lands_in_order() {
 /// each run to its completion (the request, the response, the completion)
 /// before the next is posted; `default` Reads or `RRXE_COST_MESSAGES`.
 fn ping_pong_of_reads(default: usize) {
-    let reads: usize = std::env::var("RRXE_COST_MESSAGES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
+    let reads = messages_or(default);
     let mut pair = Pair::connect(Setup::rc(), seed_or(12), Link::PERFECT);
     for i in 0..reads {
         // The responder's bytes change every time, so a Read that returned
