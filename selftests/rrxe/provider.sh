@@ -142,6 +142,32 @@ else
 	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): a doorbell for one post in a hundred at most" \
 		doorbells 0 20 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
 	echo "# $rung"
+	# Send doorbells: while a run of a connected QP's task is going, which looks at the send
+	# ring once more before it ends, the driver says so in another word of the ring's header
+	# and librrxe posts without a doorbell; that last look finds those WQEs and queues the
+	# next run (send_ring_rechecks). ib_write_bw posts its 2,000 Writes one a call, from up
+	# to 128 outstanding, while the QP's runs send them on the other vCPU. The stock
+	# provider reads no such word and rings for every post.
+	senddb() { # LO HI MINRECHECKS VIA NAME PROG ARGS...: pp through VIA rang LO to HI send doorbells
+		local lo=$1 hi=$2 minre=$3 before re n r ok=0
+		via=$4
+		shift 4
+		before=$(rdma_stat rrxe0 send_doorbells)
+		re=$(rdma_stat rrxe0 send_ring_rechecks)
+		pp "$@" && ok=1
+		via=ours
+		n=$(($(rdma_stat rrxe0 send_doorbells) - ${before:-0}))
+		r=$(($(rdma_stat rrxe0 send_ring_rechecks) - ${re:-0}))
+		rung="$n send doorbells, $r runs queued by a recheck, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
+		echo "$rung"
+		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ] && [ "$r" -ge "$minre" ]
+	}
+	check "ib_write_bw -s 64 -n 2000 through librrxe: fewer send doorbells than posts (at most 1,999), the runs' rechecks found the rest" \
+		senddb 1 1999 1 ours sdb ib_write_bw -s 64 -n 2000 -F -p 18817
+	echo "# $rung"
+	check "... through the stock rxe provider: a doorbell for every post (2,000 at least)" \
+		senddb 2000 1000000 0 stock sdbs ib_write_bw -s 64 -n 2000 -F -p 18818
+	echo "# $rung"
 fi
 
 device_down

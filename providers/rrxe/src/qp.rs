@@ -4,7 +4,9 @@
 //! doorbells. Receives need no system call (the kernel looks at the receive
 //! ring when a request needs a receive WQE) but while the peer waits for
 //! credits: then the kernel asks for a receive doorbell, so that the peer
-//! hears of the receive at once.
+//! hears of the receive at once. Sends ring, but not while a run of the
+//! kernel's task is going that will look at the send ring again before it
+//! ends (a connected QP's; the word in the ring's header says so).
 
 use crate::abi::{self, ibv_qp, ibv_recv_wr, ibv_send_wr, verbs_qp};
 use crate::object::{self, Creating};
@@ -402,7 +404,7 @@ pub(crate) fn post_chain(
     let mut wr = head;
     let mut k = 0u32;
     let mut err = 0;
-    let posted = {
+    let ring = {
         let mut guard = lock(&qp.sq);
         let Some(sq) = guard.as_mut() else {
             return Err((sys::EINVAL, head));
@@ -437,12 +439,13 @@ pub(crate) fn post_chain(
             k
         };
         sq.ssn = sq.ssn.wrapping_add(posted);
-        posted
+        // A post a run of the kernel's task will find needs no doorbell.
+        posted > 0 && !sq.ring.run_pending()
     };
     if all_or_nothing && err != 0 {
         wr = head;
     }
-    if posted > 0 {
+    if ring {
         // SAFETY: reading the QP's handle and context.
         if let Err(e) = ring_doorbell(unsafe { &qp.vqp.__bindgen_anon_1.qp }) {
             if err == 0 {

@@ -22,9 +22,13 @@ use core::sync::atomic::{fence, AtomicU32, Ordering};
 /// doorbell, once the queue holds that many WQEs
 /// (Documentation/rrxe/uverbs-abi.rst).
 const DOORBELL_WANTED: usize = 64;
+/// rrxe's second word there: non-zero while a run of a connected QP's task is
+/// going that will read the send queue's producer index again before it ends,
+/// so that a post needs no doorbell (Documentation/rrxe/uverbs-abi.rst).
+const RUN_PENDING: usize = 68;
 const _: () = assert!(
     DOORBELL_WANTED >= offset_of!(rxe_queue_buf, pad_1)
-        && DOORBELL_WANTED + 4 <= offset_of!(rxe_queue_buf, producer_index)
+        && RUN_PENDING + 4 <= offset_of!(rxe_queue_buf, producer_index)
 );
 
 /// Slot sizes the kernel can choose: 64 bytes (a cache line) up to a WQE of
@@ -170,6 +174,17 @@ impl Ring {
         let cons = self.consumer().load(Ordering::Acquire) & self.mask;
         // A stale consumer index counts too many: a doorbell early, not lost.
         (prod.wrapping_sub(cons) & self.mask) >= after && word.swap(0, Ordering::Relaxed) != 0
+    }
+
+    /// Producer side, after publishing: whether a run of the kernel's task will
+    /// read the producer index again, so that the post needs no doorbell. The
+    /// kernel clears the word, then reads the producer index; this side
+    /// published the index and reads the word, each with a full fence in
+    /// between, so a post either is seen by that read or rings. A kernel
+    /// without the word leaves it zero: every post rings.
+    pub(crate) fn run_pending(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.index(RUN_PENDING).load(Ordering::Relaxed) != 0
     }
 
     /// Consumer side: the oldest element the kernel produced, if any.

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 10;
+const WORK_COUNTERS: usize = 12;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -98,6 +98,8 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("qp_timer_arms"),
     c_str!("recv_doorbells"),
     c_str!("recv_doorbell_acks"),
+    c_str!("send_doorbells"),
+    c_str!("send_ring_rechecks"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -194,6 +196,12 @@ pub(crate) struct Counters {
     /// Of the unsolicited ACKs, those a user's receive doorbell sent from its own system
     /// call (`qp::object::recv_doorbell`), rather than a task run.
     pub(crate) recv_doorbell_acks: Counter,
+    /// Send doorbells rung by user QPs (`ibv_post_send`'s system call).
+    pub(crate) send_doorbells: Counter,
+    /// Runs queued by a run's last look at a connected user QP's send ring, which found
+    /// WQEs posted while it ran: a provider that reads the ring's `RUN_PENDING` word posts
+    /// those without a doorbell (see `SendRing::settle`).
+    pub(crate) send_ring_rechecks: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -307,6 +315,8 @@ impl Counters {
             self.qp_timer_arms.get(),
             self.recv_doorbells.get(),
             self.recv_doorbell_acks.get(),
+            self.send_doorbells.get(),
+            self.send_ring_rechecks.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

@@ -403,7 +403,10 @@ impl Driver for Rrxe {
         qp::destroy(&core.qps, qp)
     }
 
-    fn post_send_doorbell(qp: &RrxeQp) -> Result {
+    fn post_send_doorbell(dev: &DeviceOf<Self>, qp: &RrxeQp, user: bool) -> Result {
+        if user {
+            dev.data().shared().counters.send_doorbells.inc();
+        }
         qp::doorbell(qp)
     }
 

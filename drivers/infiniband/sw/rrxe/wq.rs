@@ -118,9 +118,55 @@ impl SendRing {
 
     /// Free-running producer index, from the ring's masked one.
     fn producer_index(&self) -> u32 {
+        self.free_running(self.ring.producer())
+    }
+
+    /// The free-running index of the masked index `masked`, counted from the oldest WQE.
+    fn free_running(&self, masked: u32) -> u32 {
         let mask = self.mask();
-        let posted = self.ring.producer().wrapping_sub(self.head & mask) & mask;
-        self.head.wrapping_add(posted)
+        self.head
+            .wrapping_add(masked.wrapping_sub(self.head & mask) & mask)
+    }
+
+    /// Whether the producer index `producer` names WQEs not yet copied. The provider only
+    /// moves it forward; one behind the WQEs already copied is the process rewriting its
+    /// ring, and names nothing new. (Counting on from there would run the index round 2^32
+    /// slots.)
+    fn names_new(&self, producer: u32) -> bool {
+        producer != self.copied
+            && producer.wrapping_sub(self.head) >= self.copied.wrapping_sub(self.head)
+    }
+
+    /// Whether the provider of a user QP may post to this ring without a doorbell while a
+    /// run is going: a connected QP's, whose WQEs wait in the ring for the run anyway. A UD
+    /// QP's doorbell copies its WQEs at once, while their AHs are still the consumer's.
+    fn runs_read_posts(&self) -> bool {
+        self.mi.is_some() && self.qp_type.is_connected()
+    }
+
+    /// At the start of a run of the QP's task, before [`Self::snapshot`]: tells the
+    /// provider the run will look at the ring again before it ends ([`Self::settle`]), so
+    /// posts need no doorbell meanwhile (Documentation/rrxe/uverbs-abi.rst).
+    pub(crate) fn run_begins(&self) {
+        if self.runs_read_posts() {
+            self.ring.set_run_pending(true);
+        }
+    }
+
+    /// At the end of a run that leaves nothing for another: withdraws what
+    /// [`Self::run_begins`] told the provider, and returns whether WQEs were posted since
+    /// the run's snapshot. Those may have had no doorbell: the caller queues another run,
+    /// for which the word stays up.
+    pub(crate) fn settle(&self) -> bool {
+        if !self.runs_read_posts() {
+            return false;
+        }
+        let producer = self.free_running(self.ring.end_run_pending());
+        let unseen = self.names_new(producer);
+        if unseen {
+            self.ring.set_run_pending(true);
+        }
+        unseen
     }
 
     /// Copies the WQEs posted since the last call, resolving each UD WQE's AH number with
@@ -129,13 +175,9 @@ impl SendRing {
     /// Returns whether there were any.
     pub(crate) fn snapshot(&mut self, resolve: impl Fn(u32) -> Option<AddressVector>) -> bool {
         let producer = self.producer_index();
-        // The provider only moves the producer forward; one behind the WQEs already copied
-        // is the process rewriting its ring, and names nothing new. (Counting on from there
-        // would run the index round 2^32 slots.)
-        if producer.wrapping_sub(self.head) < self.copied.wrapping_sub(self.head) {
+        if !self.names_new(producer) {
             return false;
         }
-        let any = producer != self.copied;
         let size = self.ring.slot_size();
         while self.copied != producer {
             let slot = (self.copied & self.mask()) as usize;
@@ -147,7 +189,7 @@ impl SendRing {
             }
             self.copied = self.copied.wrapping_add(1);
         }
-        any
+        true
     }
 
     /// The destination of UD WQE `handle` (the handle its decoded WQE carries as its AH),

@@ -30,6 +30,10 @@ const INDEX_MASK: usize = 4;
 /// non-zero, the kernel asks the producer of a receive queue for a doorbell after its next
 /// post (Documentation/rrxe/uverbs-abi.rst). rdma-core's rxe provider never reads it.
 const DOORBELL_WANTED: usize = 64;
+/// rrxe's second word there: while it is non-zero, a run of the QP's task is going that
+/// will read a send queue's producer index once more before it ends, so the producer's
+/// posts need no doorbell. rdma-core's rxe provider never reads it and rings for every post.
+const RUN_PENDING: usize = 68;
 const PRODUCER_INDEX: usize = 128;
 const CONSUMER_INDEX: usize = 256;
 const DATA: usize = 384;
@@ -200,6 +204,23 @@ impl SharedQueue {
         }
         fence(Ordering::SeqCst);
         Some(self.producer())
+    }
+
+    /// Tells the producer that the consumer will read the producer index again before it
+    /// stops (`true`: the producer may leave out its doorbells), or that it will not.
+    pub(crate) fn set_run_pending(&self, pending: bool) {
+        self.index(RUN_PENDING)
+            .store(u32::from(pending), Ordering::Relaxed);
+    }
+
+    /// Clears the word [`Self::set_run_pending`] sets and returns the producer index read
+    /// after a full fence. The producer publishes its index, then reads the word (a store,
+    /// a full fence, a load, as here), so a post either saw the word set and is counted in
+    /// the index returned, or saw it clear and rings.
+    pub(crate) fn end_run_pending(&self) -> u32 {
+        self.set_run_pending(false);
+        fence(Ordering::SeqCst);
+        self.producer()
     }
 
     /// The consumer index, masked into range.

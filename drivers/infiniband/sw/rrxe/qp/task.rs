@@ -28,8 +28,9 @@ const BUDGET: usize = 64;
 enum Left {
     /// Nothing.
     Nothing,
-    /// Packets that arrived during the run, after it had taken all that were there, or
-    /// receives posted as it asked for a receive doorbell.
+    /// Packets that arrived during the run, after it had taken all that were there,
+    /// receives posted as it asked for a receive doorbell, or sends posted while it ran,
+    /// which the provider may have posted without a doorbell.
     Arrived,
     /// Work its budgets stopped it from doing (packets to take in or send, deliveries).
     Cut,
@@ -96,6 +97,7 @@ impl QpCore {
     /// left for another.
     fn step(&mut self, dev: &DeviceShared, shared: &QpShared, outbox: &mut Outbox) -> Left {
         let (rx, qp) = (&shared.rx, &shared.handle);
+        self.sq.run_begins();
         self.snapshot_sends();
         let pmtu = self.engine.context().path_mtu.bytes();
         let qp_type = self.engine.context().qp_type;
@@ -158,6 +160,9 @@ impl QpCore {
         if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut
         } else if unseen || rx.lock().len() > 0 {
+            Left::Arrived
+        } else if self.sq.settle() {
+            dev.counters.send_ring_rechecks.inc();
             Left::Arrived
         } else {
             Left::Nothing

@@ -1093,7 +1093,7 @@ impl<T: Driver> Adapter<T> {
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> c_int {
         // SAFETY: see the function's contract.
-        let qp = unsafe { Qp::<T>::from_raw(ibqp) };
+        let (qp, dev) = unsafe { (Qp::<T>::from_raw(ibqp), Self::dev((*ibqp).device)) };
         // SAFETY: as above; fixed at creation.
         let ud = unsafe {
             matches!(
@@ -1120,7 +1120,7 @@ impl<T: Driver> Adapter<T> {
         }
         // A null list is a user QP's doorbell (rdma_rxe's ABI): the WQEs are in its ring.
         if wr.is_null() || posted {
-            if let Err(e) = T::post_send_doorbell(qp.data()) {
+            if let Err(e) = T::post_send_doorbell(dev, qp.data(), wr.is_null()) {
                 if wr.is_null() {
                     return e.to_errno();
                 }

@@ -222,9 +222,9 @@ pub(crate) trait Driver: Sized + 'static {
     /// Stops all activity of a QP about to be freed; its state is dropped afterwards. May
     /// be called from the QP's own completion or event handler.
     fn destroy_qp(dev: &DeviceOf<Self>, qp: &Self::Qp);
-    /// A user QP's doorbell: new WQEs are in its shared send queue. Also rung after kernel
-    /// WRs were posted.
-    fn post_send_doorbell(qp: &Self::Qp) -> Result;
+    /// Send WRs were posted: to a kernel QP through [`Driver::post_send`], or to a user
+    /// QP's shared send queue, which rings with an empty list (`user`).
+    fn post_send_doorbell(dev: &DeviceOf<Self>, qp: &Self::Qp, user: bool) -> Result;
     /// Posts one kernel send WR (any context; must not sleep).
     fn post_send(qp: &Self::Qp, wr: &SendWr<'_, Self::Ah>) -> Result;
     /// Posts one kernel receive WR (any context; must not sleep).
