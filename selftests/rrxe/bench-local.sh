@@ -42,9 +42,9 @@ port=19000
 
 # The QP tasks' counters rrxe keeps (nothing on rdma_rxe, which has no such counters): runs
 # and timer arms, then where the runs' time went, in ns (Documentation/rrxe/benchmarks.rst).
-WORK="qp_task_runs qp_timer_arms qp_run_ns qp_rx_ns qp_tx_build_ns qp_tx_send_ns qp_deliver_ns qp_timer_arm_ns"
+WORK="qp_task_runs qp_timer_arms qp_run_ns qp_rx_ns qp_tx_build_ns qp_tx_send_ns qp_deliver_ns qp_timer_arm_ns send_doorbells"
 # Their short names in fig[KEY,NAME]: a count a message (an iteration), or us a message.
-WORK_KEYS="runs arms run rx build send deliver arm"
+WORK_KEYS="runs arms run rx build send deliver arm doorbells"
 
 # work_counts: rrxe's values of $WORK so far, in that order, on one line.
 work_counts() {
@@ -95,9 +95,9 @@ perf() {
 		local k=0 name
 		for name in $WORK_KEYS; do
 			k=$((k + 1))
-			# Counts a message; the times (ns) in us a message.
+			# Counts a message; the times (ns, the third to eighth) in us a message.
 			fig[$key,$name]+="$(awk -v a="$w0" -v b="$w1" -v k=$k '{ split(a, x, " ");
-				split(b, y, " "); printf "%.2f", (y[k] - x[k]) / $2 / (k > 2 ? 1000 : 1) }' \
+				split(b, y, " "); printf "%.2f", (y[k] - x[k]) / $2 / (k > 2 && k < 9 ? 1000 : 1) }' \
 				<<<"$row") "
 		done
 	fi
@@ -336,5 +336,6 @@ if [[ $mods == *librrxe* ]]; then
 	done
 	lrow "ib_write_bw 64B kmsg/s" rate
 	lrow "  kernel CPU us/msg" "rate,cpu"
+	lrow "  send doorbells/msg" "rate,doorbells"
 fi
 exit $rc
