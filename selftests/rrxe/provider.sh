@@ -115,21 +115,29 @@ else
 	# rechecks of the ring find its receives), and a receiver whose requester never runs out
 	# of credits is never asked. A doorbell that was asked for sends the credit update
 	# itself, from its system call (recv_doorbell_acks): ACKLO of them at least.
-	doorbells() { # LO HI ACKLO VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
-		local lo=$1 hi=$2 acklo=$3 before acks n a ok=0
-		via=$4
-		shift 4
-		before=$(rdma_stat rrxe0 recv_doorbells)
-		acks=$(rdma_stat rrxe0 recv_doorbell_acks)
+	counted() { # C1 C2 VIA NAME PROG ARGS...: pp through VIA; sets d1 and d2, what rrxe0's
+		# counters C1 and C2 rose by, and last, the client's last figures
+		local c1=$1 c2=$2 b1 b2 ok=0
+		via=$3
+		shift 3
+		b1=$(rdma_stat rrxe0 "$c1")
+		b2=$(rdma_stat rrxe0 "$c2")
 		pp "$@" && ok=1
 		via=ours
-		n=$(($(rdma_stat rrxe0 recv_doorbells) - ${before:-0}))
-		a=$(($(rdma_stat rrxe0 recv_doorbell_acks) - ${acks:-0}))
-		rung="$n receive doorbells, $a updates sent by them, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
-		echo "$rung"
-		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ] && [ "$a" -ge "$acklo" ] && [ "$a" -le "$n" ]
+		d1=$(($(rdma_stat rrxe0 "$c1") - ${b1:-0}))
+		d2=$(($(rdma_stat rrxe0 "$c2") - ${b2:-0}))
+		last=$(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)
+		[ $ok = 1 ]
 	}
-	rung="" # doorbells' figures, reported after each check
+	doorbells() { # LO HI ACKLO VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
+		local lo=$1 hi=$2 acklo=$3 ok=0
+		shift 3
+		counted recv_doorbells recv_doorbell_acks "$@" && ok=1
+		rung="$d1 receive doorbells, $d2 updates sent by them, $last"
+		echo "$rung"
+		[ $ok = 1 ] && [ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$acklo" ] && [ "$d2" -le "$d1" ]
+	}
+	rung="" d1=0 d2=0 last="" # doorbells' figures, reported after each check
 	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201), at least 10 of which send the update from the system call" \
 		doorbells 20 201 10 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
 	echo "# $rung"
@@ -149,18 +157,12 @@ else
 	# to 128 outstanding, while the QP's runs send them on the other vCPU. The stock
 	# provider reads no such word and rings for every post.
 	senddb() { # LO HI MINRECHECKS VIA NAME PROG ARGS...: pp through VIA rang LO to HI send doorbells
-		local lo=$1 hi=$2 minre=$3 before re n r ok=0
-		via=$4
-		shift 4
-		before=$(rdma_stat rrxe0 send_doorbells)
-		re=$(rdma_stat rrxe0 send_ring_rechecks)
-		pp "$@" && ok=1
-		via=ours
-		n=$(($(rdma_stat rrxe0 send_doorbells) - ${before:-0}))
-		r=$(($(rdma_stat rrxe0 send_ring_rechecks) - ${re:-0}))
-		rung="$n send doorbells, $r runs queued by a recheck, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
+		local lo=$1 hi=$2 minre=$3 ok=0
+		shift 3
+		counted send_doorbells send_ring_rechecks "$@" && ok=1
+		rung="$d1 send doorbells, $d2 runs queued by a recheck, $last"
 		echo "$rung"
-		[ $ok = 1 ] && [ "$n" -ge "$lo" ] && [ "$n" -le "$hi" ] && [ "$r" -ge "$minre" ]
+		[ $ok = 1 ] && [ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$minre" ]
 	}
 	check "ib_write_bw -s 64 -n 2000 through librrxe: fewer send doorbells than posts (at most 1,999), the runs' rechecks found the rest" \
 		senddb 1 1999 1 ours sdb ib_write_bw -s 64 -n 2000 -F -p 18817
