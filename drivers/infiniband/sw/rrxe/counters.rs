@@ -187,7 +187,8 @@ pub(crate) struct Counters {
     /// Runs of QP tasks (each a work item's execution: the packets that arrived, the
     /// expired timer and the packets to send, under the QP's mutex).
     pub(crate) qp_task_runs: Counter,
-    /// Times a run (re)armed its QP's timer for the engine's next deadline.
+    /// Times a run (re)started its QP's timer for the engine's next deadline (not the runs
+    /// whose deadline the armed timer already met: `Task::arm`).
     pub(crate) qp_timer_arms: Counter,
     /// Receive doorbells rung by user QPs: a provider that posts receives through the
     /// shared ring rings one only when the driver asks for it, while the requester waits

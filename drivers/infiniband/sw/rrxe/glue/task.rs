@@ -237,6 +237,9 @@ struct TimerState {
     /// The timer holds a reference to the owner: set by the arm that took it, cleared by
     /// whoever takes it back (the callback of the last arming, or the shutdown).
     holds_ref: bool,
+    /// While `holds_ref`: the latest time (`now_ns`) the armed timer fires, its slack
+    /// included.
+    latest_ns: u64,
 }
 
 /// A work item and a timer that run [`TaskOwner::run`] of the object they are a field of.
@@ -277,6 +280,7 @@ impl<T: HasTask> Task<T> {
                 TimerState {
                     shut: false,
                     holds_ref: false,
+                    latest_ns: 0,
                 },
                 kernel::c_str!("rrxe_task_timer"),
                 &TIMER_LOCK
@@ -342,15 +346,20 @@ impl<T: HasTask> Task<T> {
         }
     }
 
-    /// Arms the timer to queue the work item `delay_ns` from now (replacing an earlier
-    /// deadline), handing it a reference to `owner` if it was not armed. A no-op after
-    /// [`Task::shutdown`]. Any context.
-    pub(crate) fn arm(owner: &Arc<T>, delay_ns: u64) {
+    /// Has the timer queue the work item `delay_ns` after `now` (a [`now_ns`] reading) at
+    /// the latest, with a slack of an eighth of the delay, handing it a reference to `owner`
+    /// if it was not armed. An armed timer that fires by then is left as it is: a run it
+    /// queues early finds nothing due and arms again for what is left, while restarting an
+    /// hrtimer takes its base's lock and may reprogram the clock event device, and a QP
+    /// streaming messages moves its retransmission deadline at every run. Returns whether
+    /// the timer was (re)started. A no-op after [`Task::shutdown`]. Any context.
+    pub(crate) fn arm(owner: &Arc<T>, now: u64, delay_ns: u64) -> bool {
         let task = owner.task();
         let delay = delay_ns.max(MIN_DELAY_NS);
+        let latest = now.saturating_add(delay + delay / 8);
         let mut state = task.state.lock();
-        if state.shut {
-            return;
+        if state.shut || (state.holds_ref && state.latest_ns <= latest) {
+            return false;
         }
         if !state.holds_ref {
             // Taken back by the callback of the expiry that finds the timer idle, or by
@@ -358,11 +367,13 @@ impl<T: HasTask> Task<T> {
             core::mem::forget(Arc::clone(owner));
             state.holds_ref = true;
         }
+        state.latest_ns = latest;
         // SAFETY: the timer was initialised in `new` and is not cancelled for good (checked
         // under the lock `shutdown` takes first). Restarting a queued timer moves its
         // expiry; one whose callback is running is queued again, and that callback then
         // leaves the reference to this arming.
         unsafe { bindings::rrxe_hrtimer_start(task.timer.get(), delay, delay / 8) };
+        true
     }
 
     /// Stops the task for good: the timer and the work item are disabled, and the

@@ -58,9 +58,6 @@ impl TaskOwner for QpShared {
             let deadline = core.engine.poll_timeout();
             let counters = &dev.counters;
             counters.qp_task_runs.inc();
-            if deadline.is_some() {
-                counters.qp_timer_arms.inc();
-            }
             (left, deadline, dev)
         };
         // The packets this run looped back are all queued, so their QPs' runs take them in
@@ -80,7 +77,9 @@ impl TaskOwner for QpShared {
         let counters = &dev.counters;
         counters.qp_deliver_ns.add(end - locked_end);
         if let Some(deadline) = deadline {
-            Task::arm(this, deadline.saturating_sub(end));
+            if Task::arm(this, end, deadline.saturating_sub(end)) {
+                counters.qp_timer_arms.inc();
+            }
             let armed = now_ns();
             counters.qp_timer_arm_ns.add(armed - end);
             end = armed;
