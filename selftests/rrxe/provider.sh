@@ -115,29 +115,29 @@ else
 	# rechecks of the ring find its receives), and a receiver whose requester never runs out
 	# of credits is never asked. A doorbell that was asked for sends the credit update
 	# itself, from its system call (recv_doorbell_acks): ACKLO of them at least.
-	counted() { # C1 C2 VIA NAME PROG ARGS...: pp through VIA; sets d1 and d2, what rrxe0's
-		# counters C1 and C2 rose by, and last, the client's last figures
-		local c1=$1 c2=$2 b1 b2 ok=0
-		via=$3
-		shift 3
+	counted() { # C1 WHAT1 C2 WHAT2 VIA NAME PROG ARGS...: pp through VIA; sets d1 and d2,
+		# what rrxe0's counters C1 and C2 rose by, and prints them as WHAT1 and WHAT2 with
+		# the client's last figures (also kept in rung, for after the check)
+		local c1=$1 what1=$2 c2=$3 what2=$4 b1 b2 ok=0
+		via=$5
+		shift 5
 		b1=$(rdma_stat rrxe0 "$c1")
 		b2=$(rdma_stat rrxe0 "$c2")
 		pp "$@" && ok=1
 		via=ours
 		d1=$(($(rdma_stat rrxe0 "$c1") - ${b1:-0}))
 		d2=$(($(rdma_stat rrxe0 "$c2") - ${b2:-0}))
-		last=$(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)
+		rung="$d1 $what1, $d2 $what2, $(grep -h '^ *[0-9]' "$LOG/$1.client" | tail -1)"
+		echo "$rung"
 		[ $ok = 1 ]
 	}
 	doorbells() { # LO HI ACKLO VIA NAME PROG ARGS...: pp through VIA rang LO to HI receive doorbells
-		local lo=$1 hi=$2 acklo=$3 ok=0
+		local lo=$1 hi=$2 acklo=$3
 		shift 3
-		counted recv_doorbells recv_doorbell_acks "$@" && ok=1
-		rung="$d1 receive doorbells, $d2 updates sent by them, $last"
-		echo "$rung"
-		[ $ok = 1 ] && [ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$acklo" ] && [ "$d2" -le "$d1" ]
+		counted recv_doorbells "receive doorbells" recv_doorbell_acks "updates sent by them" "$@" &&
+			[ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$acklo" ] && [ "$d2" -le "$d1" ]
 	}
-	rung="" d1=0 d2=0 last="" # doorbells' figures, reported after each check
+	rung="" d1=0 d2=0 # counted's figures, reported after each check
 	check "ib_send_bw -r 1 -n 200 through librrxe: the receiver rings a doorbell for the reposts it is asked for (at least 20, and one a post at most: 201), at least 10 of which send the update from the system call" \
 		doorbells 20 201 10 ours crd1 ib_send_bw -s 4096 -r 1 -n 200 -F -p 18814
 	echo "# $rung"
@@ -157,12 +157,10 @@ else
 	# to 128 outstanding, while the QP's runs send them on the other vCPU. The stock
 	# provider reads no such word and rings for every post.
 	senddb() { # LO HI MINRECHECKS VIA NAME PROG ARGS...: pp through VIA rang LO to HI send doorbells
-		local lo=$1 hi=$2 minre=$3 ok=0
+		local lo=$1 hi=$2 minre=$3
 		shift 3
-		counted send_doorbells send_ring_rechecks "$@" && ok=1
-		rung="$d1 send doorbells, $d2 runs queued by a recheck, $last"
-		echo "$rung"
-		[ $ok = 1 ] && [ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$minre" ]
+		counted send_doorbells "send doorbells" send_ring_rechecks "runs queued by a recheck" "$@" &&
+			[ "$d1" -ge "$lo" ] && [ "$d1" -le "$hi" ] && [ "$d2" -ge "$minre" ]
 	}
 	check "ib_write_bw -s 64 -n 2000 through librrxe: fewer send doorbells than posts (at most 1,999), the runs' rechecks found the rest" \
 		senddb 1 1999 1 ours sdb ib_write_bw -s 64 -n 2000 -F -p 18817
@@ -175,12 +173,10 @@ else
 	# 67 ms) forward at every run, which restarted the hrtimer twice an iteration before
 	# (1,000 times here); now it restarts when the armed one has fired.
 	timers() { # MAXARMS VIA NAME PROG ARGS...: pp through VIA restarted timers MAXARMS times at most
-		local maxarms=$1 ok=0
+		local maxarms=$1
 		shift
-		counted qp_timer_arms qp_task_runs "$@" && ok=1
-		rung="$d1 timer restarts in $d2 runs, $last"
-		echo "$rung"
-		[ $ok = 1 ] && [ "$d2" -ge 1000 ] && [ "$d1" -le "$maxarms" ]
+		counted qp_timer_arms "timer restarts" qp_task_runs "runs" "$@" &&
+			[ "$d2" -ge 1000 ] && [ "$d1" -le "$maxarms" ]
 	}
 	check "ib_write_lat -s 2 -n 500: the QPs' runs (1,000 at least) restarted their timers 50 times at most" \
 		timers 50 stock tlat ib_write_lat -s 2 -n 500 -F -p 18819
