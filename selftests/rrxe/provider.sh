@@ -170,16 +170,16 @@ else
 	echo "# $rung"
 	# A run leaves its QP's armed timer alone when it fires by the run's new deadline
 	# anyway (Task::arm in glue/task.rs): a ping-pong moves its local ACK timeout (perftest's
-	# 67 ms) forward at every run, which restarted the hrtimer twice an iteration before
-	# (1,000 times here); now it restarts when the armed one has fired.
-	timers() { # MAXARMS VIA NAME PROG ARGS...: pp through VIA restarted timers MAXARMS times at most
-		local maxarms=$1
-		shift
+	# 67 ms) forward at every run, which restarted the hrtimer at two runs in five before
+	# (about 1,000 times here); now it restarts when the armed one has fired, some 15 times a
+	# second a QP (26 in 2,540 runs in a debug boot). One run in ten leaves room for a guest
+	# ten times slower than that one.
+	timers() { # VIA NAME PROG ARGS...: pp through VIA restarted timers in one run in ten at most
 		counted qp_timer_arms "timer restarts" qp_task_runs "runs" "$@" &&
-			[ "$d2" -ge 1000 ] && [ "$d1" -le "$maxarms" ]
+			[ "$d2" -ge 1000 ] && [ $((d1 * 10)) -le "$d2" ]
 	}
-	check "ib_write_lat -s 2 -n 500: the QPs' runs (1,000 at least) restarted their timers 50 times at most" \
-		timers 50 stock tlat ib_write_lat -s 2 -n 500 -F -p 18819
+	check "ib_write_lat -s 2 -n 500: the QPs' runs (1,000 at least) restarted their timers in one run in ten at most" \
+		timers stock tlat ib_write_lat -s 2 -n 500 -F -p 18819
 	echo "# $rung"
 fi
 
