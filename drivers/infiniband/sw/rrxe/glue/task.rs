@@ -356,7 +356,7 @@ impl<T: HasTask> Task<T> {
     pub(crate) fn arm(owner: &Arc<T>, now: u64, delay_ns: u64) -> bool {
         let task = owner.task();
         let delay = delay_ns.max(MIN_DELAY_NS);
-        let latest = now.saturating_add(delay + delay / 8);
+        let latest = now.saturating_add(delay.saturating_add(delay / 8));
         let mut state = task.state.lock();
         if state.shut || (state.holds_ref && state.latest_ns <= latest) {
             return false;
