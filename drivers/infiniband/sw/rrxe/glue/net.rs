@@ -12,8 +12,8 @@
 //!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
 //!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
-//!   ICRC and sends it through the IP stack; [`loopback`] builds the same packet and hands it
-//!   straight to the receive path.
+//!   ICRC and sends it through the IP stack; [`loopback`] hands the transport packet, in a
+//!   buffer of its own, straight to the receive path.
 //!
 //! Every outcome is counted in [`WireCounters`] (see [`counters`]).
 
@@ -315,21 +315,30 @@ pub(crate) trait RxHandler: Send + Sync + 'static {
     fn receive(&self, pkt: RxPacket) -> Option<Kick>;
 }
 
-/// A received RoCEv2 packet whose lengths and ICRC were checked; owns its skb (freed when
+/// What holds a received packet's bytes.
+enum Backing {
+    /// An skb from a UDP socket, freed as consumed when dropped (see [`RxPacket::discard`]).
+    Skb(NonNull<bindings::sk_buff>),
+    /// A buffer of its own: a [`loopback`] packet, which no netdev, IP layer or capture
+    /// sees, so it needs neither an skb nor IP and UDP headers to be parsed again.
+    Buf(KVec<u8>),
+}
+
+/// A received RoCEv2 packet whose lengths and ICRC were checked; owns its bytes (freed when
 /// dropped) and a reference to the device it came in on.
 pub(crate) struct RxPacket {
-    skb: NonNull<bindings::sk_buff>,
+    backing: Backing,
     netdev: ARef<NetDevice>,
-    /// BTH through pad, inside the skb's linear head.
+    /// BTH through pad, inside the skb's linear head or the buffer.
     payload: NonNull<u8>,
     payload_len: usize,
     src: IpAddr,
     dst: IpAddr,
 }
 
-// SAFETY: the skb is owned exclusively (its dst, which may be an RCU-only reference, was
-// dropped on reception) and can be freed from any context; the payload pointer points into
-// it and is only read. The netdev reference is Send.
+// SAFETY: the skb or buffer is owned exclusively (an skb's dst, which may be an RCU-only
+// reference, was dropped on reception) and can be freed from any context; the payload
+// pointer points into it and is only read. The netdev reference is Send.
 unsafe impl Send for RxPacket {}
 // SAFETY: `&RxPacket` only reads immutable data.
 unsafe impl Sync for RxPacket {}
@@ -337,16 +346,17 @@ unsafe impl Sync for RxPacket {}
 impl RxPacket {
     /// The transport packet: BTH through pad (the ICRC excluded).
     pub(crate) fn payload(&self) -> &[u8] {
-        // SAFETY: `payload_len` bytes at `payload` are in the linear head of the skb we own,
-        // which nothing changes until it is freed in `drop`.
+        // SAFETY: `payload_len` bytes at `payload` are in the linear head of the skb or in the
+        // buffer we own, which nothing changes until it is freed.
         unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len) }
     }
 
     /// The UDP payload: BTH through pad, then the (verified) ICRC, as the transport's
     /// packet parser takes it.
     pub(crate) fn bth_to_icrc(&self) -> &[u8] {
-        // SAFETY: the ICRC follows the payload in the linear head (the whole UDP payload
-        // was pulled into it before the ICRC was checked), which we own.
+        // SAFETY: the ICRC (or, looped back, its slot) follows the payload in the linear head
+        // (the whole UDP payload was pulled into it before the ICRC was checked) or the
+        // buffer, which we own.
         unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN) }
     }
 
@@ -366,15 +376,31 @@ impl RxPacket {
     }
 
     /// Another reference to the same packet, for one more receiver (a multicast group's
-    /// next QP): an skb clone sharing the data, which neither reference writes. Any context.
+    /// next QP): an skb clone sharing the data, which neither reference writes, or a copy of
+    /// a buffer. Any context.
     pub(crate) fn try_clone(&self) -> Result<Self> {
-        // SAFETY: we own the skb; a clone shares its data buffer, which stays allocated
-        // (and in place) while either skb exists, so `payload` stays valid for the clone.
-        let clone = unsafe { bindings::rrxe_skb_clone_atomic(self.skb.as_ptr()) };
+        let (backing, payload) = match &self.backing {
+            Backing::Skb(skb) => {
+                // SAFETY: we own the skb; a clone shares its data buffer, which stays
+                // allocated (and in place) while either skb exists, so `payload` stays valid
+                // for the clone.
+                let clone = unsafe { bindings::rrxe_skb_clone_atomic(skb.as_ptr()) };
+                (
+                    Backing::Skb(NonNull::new(clone).ok_or(ENOMEM)?),
+                    self.payload,
+                )
+            }
+            Backing::Buf(buf) => {
+                let mut copy = KVec::with_capacity(buf.len(), GFP_ATOMIC)?;
+                copy.extend_from_slice(buf, GFP_ATOMIC)?;
+                let payload = NonNull::from(&copy[..]).cast::<u8>();
+                (Backing::Buf(copy), payload)
+            }
+        };
         Ok(Self {
-            skb: NonNull::new(clone).ok_or(ENOMEM)?,
+            backing,
             netdev: self.netdev.clone(),
-            payload: self.payload,
+            payload,
             payload_len: self.payload_len,
             src: self.src,
             dst: self.dst,
@@ -384,20 +410,25 @@ impl RxPacket {
     /// Frees the packet as a drop (`kfree_skb`, visible to drop monitors) rather than as a
     /// consumed packet.
     pub(crate) fn discard(self) {
-        let skb = self.skb;
-        // Dropping the other fields (the netdev reference) without running our Drop.
         let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again; the netdev reference is dropped exactly once.
-        drop(unsafe { ptr::read(&this.netdev) });
-        // SAFETY: we own the skb.
-        unsafe { bindings::rrxe_kfree_skb(skb.as_ptr()) };
+        // SAFETY: `this` is never used again and not dropped: each field is read out and
+        // dropped exactly once.
+        let (backing, netdev) = unsafe { (ptr::read(&this.backing), ptr::read(&this.netdev)) };
+        drop(netdev);
+        match backing {
+            // SAFETY: we own the skb.
+            Backing::Skb(skb) => unsafe { bindings::rrxe_kfree_skb(skb.as_ptr()) },
+            Backing::Buf(buf) => drop(buf),
+        }
     }
 }
 
 impl Drop for RxPacket {
     fn drop(&mut self) {
-        // SAFETY: we own the skb.
-        unsafe { bindings::rrxe_consume_skb(self.skb.as_ptr()) };
+        if let Backing::Skb(skb) = self.backing {
+            // SAFETY: we own the skb.
+            unsafe { bindings::rrxe_consume_skb(skb.as_ptr()) };
+        }
     }
 }
 
@@ -420,24 +451,9 @@ impl RxDrop {
     }
 }
 
-/// Where a packet handed to the receive path comes from.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Origin {
-    /// A UDP socket: the packet crossed a wire, and its ICRC is checked.
-    Wire,
-    /// [`loopback`]: built a moment ago in an skb nothing else has seen, with no ICRC
-    /// (`Icrc::Skip`): a CRC that only this host would compute and check proves nothing
-    /// about a wire it never crossed.
-    Loopback,
-}
-
-/// Checks a packet whose `skb->data` is its UDP header, with its network header set, and
-/// turns it into an [`RxPacket`] for `netdev`.
-fn parse(
-    mut skb: Skb,
-    netdev: &NetDevice,
-    origin: Origin,
-) -> core::result::Result<RxPacket, RxDrop> {
+/// Checks a packet from a UDP socket, whose `skb->data` is its UDP header, with its network
+/// header set, ICRC included, and turns it into an [`RxPacket`] for `netdev`.
+fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxDrop> {
     skb.linearize().map_err(|_| RxDrop::NoMem)?;
     let ip_len = skb.network_header_len().ok_or(RxDrop::Malformed)?;
     // SAFETY: we own the skb.
@@ -488,12 +504,10 @@ fn parse(
         return Err(RxDrop::Malformed);
     };
 
-    if origin == Origin::Wire {
-        match icrc::verify_with::<KernelCrc32>(header, udp, udp_payload) {
-            Ok(()) => {}
-            Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
-            Err(_) => return Err(RxDrop::Truncated),
-        }
+    match icrc::verify_with::<KernelCrc32>(header, udp, udp_payload) {
+        Ok(()) => {}
+        Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
+        Err(_) => return Err(RxDrop::Truncated),
     }
 
     let payload_len = udp_payload.len() - ICRC_LEN;
@@ -502,7 +516,7 @@ fn parse(
     // RCU read-side section of the receive path; the packet outlives that, and needs none.
     unsafe { bindings::rrxe_skb_dst_drop(skb.as_raw()) };
     Ok(RxPacket {
-        skb: NonNull::new(skb.into_raw()).ok_or(RxDrop::Malformed)?,
+        backing: Backing::Skb(NonNull::new(skb.into_raw()).ok_or(RxDrop::Malformed)?),
         netdev: netdev.into(),
         payload,
         payload_len,
@@ -515,23 +529,29 @@ fn parse(
 ///
 /// Called inside an RCU read-side section, which keeps the handler found alive (see
 /// [`RxBinding`]'s drop).
-fn deliver(skb: Skb, netdev: &NetDevice, origin: Origin) -> Option<Kick> {
-    match parse(skb, netdev, origin) {
-        Ok(pkt) => {
-            bump(&COUNTERS.rx_packets);
-            match RX_INDEX.find(netdev) {
-                // SAFETY: the entry's data is its binding's handler, alive for the RCU
-                // read-side section we are in.
-                Some((data, receive)) => unsafe { receive(data, pkt) },
-                None => {
-                    bump(&COUNTERS.rx_no_device);
-                    pkt.discard();
-                    None
-                }
-            }
-        }
+fn deliver(skb: Skb, netdev: &NetDevice) -> Option<Kick> {
+    match parse(skb, netdev) {
+        Ok(pkt) => hand_over(pkt, netdev),
         Err(why) => {
             why.count();
+            None
+        }
+    }
+}
+
+/// Hands a checked packet to the handler bound to `netdev`, counting it.
+///
+/// Called inside an RCU read-side section, which keeps the handler found alive (see
+/// [`RxBinding`]'s drop).
+fn hand_over(pkt: RxPacket, netdev: &NetDevice) -> Option<Kick> {
+    bump(&COUNTERS.rx_packets);
+    match RX_INDEX.find(netdev) {
+        // SAFETY: the entry's data is its binding's handler, alive for the RCU read-side
+        // section we are in.
+        Some((data, receive)) => unsafe { receive(data, pkt) },
+        None => {
+            bump(&COUNTERS.rx_no_device);
+            pkt.discard();
             None
         }
     }
@@ -559,7 +579,7 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
     // SAFETY: as above.
     let netdev = unsafe { NetDevice::from_raw(dev) };
     // The task is kicked at once (dropping the kick fires it).
-    drop(deliver(skb, netdev, Origin::Wire));
+    drop(deliver(skb, netdev));
     0
 }
 
@@ -921,20 +941,10 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
     NonNull::new(dst).map(Dst).ok_or(EINVAL)
 }
 
-/// Whether [`build`] computes the ICRC.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Icrc {
-    /// Into the slot: the packet goes out on a netdev.
-    Fill,
-    /// Not at all: the packet goes straight to this host's receive path, which does not
-    /// check it ([`Origin::Loopback`]), and no wire or capture sees it.
-    Skip,
-}
-
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
-/// on `path`, ICRC filled in as `icrc` says, `data` at the IP header and the network and
-/// transport headers set.
-fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], icrc: Icrc) -> Result<Skb> {
+/// on `path`, ICRC filled in, `data` at the IP header and the network and transport
+/// headers set.
+fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
     if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
         return Err(EINVAL);
     }
@@ -1023,9 +1033,6 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], icrc: Icrc) -> R
         bindings::rrxe_skb_set_dev(skb.as_raw(), netdev.as_raw());
     }
 
-    if icrc == Icrc::Skip {
-        return Ok(skb);
-    }
     // The ICRC over the final headers (the IPv4 ID included).
     let whole = {
         let len = skb.len();
@@ -1061,7 +1068,7 @@ pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
 
 fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
     let dst = route(netdev, path)?;
-    let skb = build(netdev, path, bth_to_icrc, Icrc::Fill)?;
+    let skb = build(netdev, path, bth_to_icrc)?;
     let dst = core::mem::ManuallyDrop::new(dst);
     // SAFETY: we own the skb and hand it our route reference.
     unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
@@ -1087,9 +1094,15 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
     }
 }
 
-/// Builds the packet [`transmit`] would send, but for its ICRC, and hands it to the receive
-/// path as if it had been received on `netdev`, bypassing the network stack; for
-/// destinations on this host. The caller decides when that is. Does not sleep.
+/// Hands `bth_to_icrc` (BTH through pad, then the 4-byte ICRC slot, left as it is) to the
+/// receive path as if it had arrived on `netdev` from `path.src` for `path.dst`, for
+/// destinations on this host; the caller decides when that is. Does not sleep.
+///
+/// The packet never meets a netdev, the IP layer or a capture, so it travels in a buffer
+/// of its own rather than an skb, without IP and UDP headers to build and parse again and
+/// without an ICRC: a CRC that only this host would compute and check proves nothing about
+/// a wire it never crossed. Its lengths and addresses are checked as [`transmit`] and the
+/// receive path check them.
 ///
 /// Returns the kick of the task that took the packet, for the caller to fire when it has
 /// handed over all it will (the receiving task then takes them in one run, and may run on
@@ -1099,30 +1112,54 @@ pub(crate) fn loopback(
     path: &TxPath,
     bth_to_icrc: &[u8],
 ) -> Result<Option<Kick>> {
-    let skb = match build(netdev, path, bth_to_icrc, Icrc::Skip) {
-        Ok(skb) => skb,
+    let pkt = match looped_back(netdev, path, bth_to_icrc) {
+        Ok(pkt) => pkt,
         Err(e) => {
             bump(&COUNTERS.tx_errors);
             return Err(e);
         }
     };
-    let ip_len = if path.src.is_v4() {
-        IPV4_HEADER_LEN
-    } else {
-        IPV6_HEADER_LEN
-    };
-    // SAFETY: we own the skb, which holds at least the IP header; data moves to the UDP
-    // header as on reception.
-    unsafe { bindings::skb_pull(skb.as_raw(), ip_len as u32) };
     bump(&COUNTERS.tx_packets);
     // The handler may be unbound concurrently: the RCU read-side section keeps it alive for
     // the delivery, as the softirq receive path's own does.
     // SAFETY: paired with the unlock below; nothing in between sleeps.
     unsafe { bindings::rrxe_rcu_read_lock() };
-    let kick = deliver(skb, netdev, Origin::Loopback);
+    let kick = hand_over(pkt, netdev);
     // SAFETY: locked above.
     unsafe { bindings::rrxe_rcu_read_unlock() };
     Ok(kick)
+}
+
+/// The packet [`loopback`] hands over: `bth_to_icrc` in a buffer of its own, as received on
+/// `netdev` from `path.src` for `path.dst`, refused (`EINVAL`, `EMSGSIZE`) where [`build`]
+/// would refuse it.
+fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<RxPacket> {
+    let len = bth_to_icrc.len();
+    if len < BTH_LEN + ICRC_LEN || path.src.is_v4() != path.dst.is_v4() {
+        return Err(EINVAL);
+    }
+    // The UDP length must fit its 16 bits, and an IPv4 packet's total length its own.
+    let ip_len = if path.src.is_v4() { IPV4_HEADER_LEN } else { 0 };
+    if ip_len + UDP_HEADER_LEN + len > usize::from(u16::MAX) {
+        return Err(errno(bindings::RRXE_EMSGSIZE));
+    }
+    let mut buf = KVec::<u8>::with_capacity(len, GFP_ATOMIC)?;
+    // SAFETY: the buffer has room for `len` bytes, which the copy initialises before the
+    // length covers them; source and destination are distinct allocations.
+    // (`extend_from_slice` clones byte by byte: a packet's loop instead of one `memcpy`.)
+    unsafe {
+        ptr::copy_nonoverlapping(bth_to_icrc.as_ptr(), buf.as_mut_ptr(), len);
+        buf.set_len(len);
+    }
+    let payload = NonNull::from(&buf[..]).cast::<u8>();
+    Ok(RxPacket {
+        backing: Backing::Buf(buf),
+        netdev: netdev.into(),
+        payload,
+        payload_len: len - ICRC_LEN,
+        src: path.src,
+        dst: path.dst,
+    })
 }
 
 // ---------------------------------------------------------------------------------------
