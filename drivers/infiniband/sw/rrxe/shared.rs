@@ -6,11 +6,13 @@
 
 use crate::ah::AhTable;
 use crate::counters::Counters;
+use crate::glue::net::BufferPool;
 use crate::glue::netdev::NetDevice;
 use crate::mr::MrTable;
 use crate::mw::MwTable;
 use crate::port::Ports;
 use crate::srq::SrqTable;
+use crate::transport::qp::MAX_PACKET_LEN;
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -34,6 +36,9 @@ pub(crate) struct DeviceShared {
     pub(crate) counters: Counters,
     /// The ports, each with the netdev its packets go out of.
     pub(crate) ports: Ports,
+    /// The packet buffers its QPs pass to each other in loopback.
+    #[pin]
+    pub(crate) buffers: BufferPool,
 }
 
 impl DeviceShared {
@@ -49,6 +54,7 @@ impl DeviceShared {
             srqs <- SrqTable::new(),
             counters: Counters::default(),
             ports: Ports::new(netdev, second),
+            buffers <- BufferPool::new(MAX_PACKET_LEN),
         })
     }
 }

@@ -12,13 +12,15 @@
 //!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
 //!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
-//!   ICRC and sends it through the IP stack; [`loopback`] hands the transport packet, in a
-//!   buffer of its own, straight to the receive path.
+//!   ICRC and sends it through the IP stack; [`loopback_in_place`] hands the buffer the
+//!   transport packet was built in straight to the receive path, taking one from the
+//!   device's [`BufferPool`] in its place.
 //!
 //! Every outcome is counted in [`WireCounters`] (see [`counters`]).
 
 use super::bindings;
 use super::netdev::NetDevice;
+use super::sync::{IrqSpinLock, LockClass};
 use super::task::Kick;
 use crate::transport::icrc::{self, Crc32, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
 use core::cell::UnsafeCell;
@@ -410,16 +412,22 @@ impl RxPacket {
     /// Frees the packet as a drop (`kfree_skb`, visible to drop monitors) rather than as a
     /// consumed packet.
     pub(crate) fn discard(self) {
-        let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and not dropped: each field is read out and
-        // dropped exactly once.
-        let (backing, netdev) = unsafe { (ptr::read(&this.backing), ptr::read(&this.netdev)) };
+        let (backing, netdev) = self.into_parts();
         drop(netdev);
         match backing {
             // SAFETY: we own the skb.
             Backing::Skb(skb) => unsafe { bindings::rrxe_kfree_skb(skb.as_ptr()) },
             Backing::Buf(buf) => drop(buf),
         }
+    }
+
+    /// What holds the packet's bytes and its netdev reference, which the caller now owns
+    /// (an skb it must free).
+    fn into_parts(self) -> (Backing, ARef<NetDevice>) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and not dropped: each field is read out
+        // exactly once.
+        unsafe { (ptr::read(&this.backing), ptr::read(&this.netdev)) }
     }
 }
 
@@ -1107,11 +1115,7 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
 /// Returns the kick of the task that took the packet, for the caller to fire when it has
 /// handed over all it will (the receiving task then takes them in one run, and may run on
 /// another CPU meanwhile).
-pub(crate) fn loopback(
-    netdev: &NetDevice,
-    path: &TxPath,
-    bth_to_icrc: &[u8],
-) -> Result<Option<Kick>> {
+fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Option<Kick>> {
     let pkt = match looped_back(netdev, path, bth_to_icrc) {
         Ok(pkt) => pkt,
         Err(e) => {
@@ -1130,11 +1134,8 @@ pub(crate) fn loopback(
     Ok(kick)
 }
 
-/// The packet [`loopback`] hands over: `bth_to_icrc` in a buffer of its own, as received on
-/// `netdev` from `path.src` for `path.dst`, refused (`EINVAL`, `EMSGSIZE`) where [`build`]
-/// would refuse it.
-fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<RxPacket> {
-    let len = bth_to_icrc.len();
+/// Refuses a `len`-byte packet on `path` where [`build`] would refuse it.
+fn check_looped_back(path: &TxPath, len: usize) -> Result {
     if len < BTH_LEN + ICRC_LEN || path.src.is_v4() != path.dst.is_v4() {
         return Err(EINVAL);
     }
@@ -1143,6 +1144,15 @@ fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<
     if ip_len + UDP_HEADER_LEN + len > usize::from(u16::MAX) {
         return Err(errno(bindings::RRXE_EMSGSIZE));
     }
+    Ok(())
+}
+
+/// The packet [`loopback`] hands over: `bth_to_icrc` in a buffer of its own, as received on
+/// `netdev` from `path.src` for `path.dst`, refused (`EINVAL`, `EMSGSIZE`) where [`build`]
+/// would refuse it.
+fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<RxPacket> {
+    let len = bth_to_icrc.len();
+    check_looped_back(path, len)?;
     let mut buf = KVec::<u8>::with_capacity(len, GFP_ATOMIC)?;
     // SAFETY: the buffer has room for `len` bytes, which the copy initialises before the
     // length covers them; source and destination are distinct allocations.
@@ -1160,6 +1170,116 @@ fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<
         src: path.src,
         dst: path.dst,
     })
+}
+
+/// [`loopback`] of the `len`-byte packet at the start of `buf`, handing over `buf` itself
+/// and putting a buffer of the same size from `pool` in its place, so that the packet is
+/// neither copied nor allocated for; a copy, as [`loopback`] makes, when the pool has no
+/// buffer of that size and no memory for one. `buf` must have been written by the
+/// transport (every byte of the packet, pad and ICRC slot included): the receiving QP reads
+/// it, and it goes back to the pool afterwards.
+pub(crate) fn loopback_in_place(
+    netdev: &NetDevice,
+    path: &TxPath,
+    buf: &mut KVec<u8>,
+    len: usize,
+    pool: &BufferPool,
+) -> Result<Option<Kick>> {
+    let checked = check_looped_back(path, len).and_then(|()| buf.get(..len).ok_or(EINVAL));
+    if let Err(e) = checked {
+        bump(&COUNTERS.tx_errors);
+        return Err(e);
+    }
+    let Some(mut packet) = pool.take(buf.len()) else {
+        return loopback(netdev, path, &buf[..len]);
+    };
+    core::mem::swap(buf, &mut packet);
+    let payload = NonNull::from(&packet[..]).cast::<u8>();
+    let pkt = RxPacket {
+        backing: Backing::Buf(packet),
+        netdev: netdev.into(),
+        payload,
+        payload_len: len - ICRC_LEN,
+        src: path.src,
+        dst: path.dst,
+    };
+    bump(&COUNTERS.tx_packets);
+    // As in `loopback`.
+    // SAFETY: paired with the unlock below; nothing in between sleeps.
+    unsafe { bindings::rrxe_rcu_read_lock() };
+    let kick = hand_over(pkt, netdev);
+    // SAFETY: locked above.
+    unsafe { bindings::rrxe_rcu_read_unlock() };
+    Ok(kick)
+}
+
+static POOL_LOCK: LockClass = LockClass::new();
+
+/// Most buffers a [`BufferPool`] keeps.
+const POOL_BUFFERS: usize = 64;
+
+/// Packet buffers of one size that the QPs of a device pass around in loopback: a sending
+/// QP hands the buffer its packet was built in to the receiving QP and takes one from the
+/// pool in its place ([`loopback_in_place`]); the receiving QP gives it back once it has
+/// taken the packet in ([`BufferPool::recycle`]). A buffer is allocated (zeroed) only when
+/// the pool is empty, and at most [`POOL_BUFFERS`] are kept. Any context.
+#[pin_data]
+pub(crate) struct BufferPool {
+    #[pin]
+    free: IrqSpinLock<KVec<KVec<u8>>>,
+    /// The size of every buffer.
+    size: usize,
+}
+
+impl BufferPool {
+    /// An empty pool of `size`-byte buffers.
+    pub(crate) fn new(size: usize) -> impl PinInit<Self> {
+        pin_init!(Self {
+            free <- IrqSpinLock::new(KVec::new(), kernel::c_str!("rrxe_buffer_pool"), &POOL_LOCK),
+            size,
+        })
+    }
+
+    /// A `size`-byte buffer: a recycled one, or a new one, zeroed; `None` for another size
+    /// or when no memory is left.
+    fn take(&self, size: usize) -> Option<KVec<u8>> {
+        if size != self.size {
+            return None;
+        }
+        {
+            let mut free = self.free.lock();
+            if let Some(last) = free.len().checked_sub(1) {
+                // SAFETY: the element at `last` is initialised; the length no longer covers
+                // it once it is read out, so it is owned once.
+                return Some(unsafe {
+                    free.set_len(last);
+                    ptr::read(free.as_ptr().add(last))
+                });
+            }
+        }
+        let mut buf = KVec::<u8>::with_capacity(size, GFP_ATOMIC | __GFP_ZERO).ok()?;
+        // SAFETY: the allocation has room for `size` bytes, which __GFP_ZERO zeroed.
+        unsafe { buf.set_len(size) };
+        Some(buf)
+    }
+
+    /// Frees a packet that was taken in, keeping its buffer if it is one of the pool's size
+    /// and the pool is not full.
+    pub(crate) fn recycle(&self, pkt: RxPacket) {
+        let (backing, netdev) = pkt.into_parts();
+        drop(netdev);
+        let buf = match backing {
+            Backing::Buf(buf) if buf.len() == self.size => buf,
+            Backing::Buf(_) => return,
+            // SAFETY: we own the skb.
+            Backing::Skb(skb) => return unsafe { bindings::rrxe_consume_skb(skb.as_ptr()) },
+        };
+        let mut free = self.free.lock();
+        if free.len() < POOL_BUFFERS {
+            // The pool's vector grows to its bound once; failing to grow frees the buffer.
+            let _ = free.push(buf, GFP_ATOMIC);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQue
 use crate::transport::qp::context::PathHandle;
 use crate::transport::qp::io::{Arrival, Dest};
 use core::sync::atomic::Ordering;
+use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// Packets a task run takes in, and sends, before it yields and queues itself again.
@@ -126,6 +127,8 @@ impl QpCore {
                 }
                 Err(_) => dev.counters.rx_malformed.inc(),
             }
+            // A looped-back packet's buffer goes back to the device's pool.
+            dev.buffers.recycle(pkt);
             dev.counters.qp_rx_ns.add(now_ns() - now);
         }
         // Receives may have been posted since the last run (user QPs post without a system
@@ -187,7 +190,7 @@ impl QpCore {
         }
         match path {
             Some(av) => {
-                if let Some(kick) = send(&self.dev, &av, qpn, &mut self.tx[..t.len]) {
+                if let Some(kick) = send(&self.dev, &av, qpn, &mut self.tx, t.len) {
                     kicks.add(kick);
                 }
             }
@@ -336,10 +339,17 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
     g
 }
 
-/// Sends one packet along `av`, out of the netdev of its port; traffic to this device's own
-/// address takes the loopback path, everything else the netdev's IP stack. Returns the kick
-/// a looped-back packet's QP is owed.
-fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) -> Option<Kick> {
+/// Sends the `len`-byte packet at the start of `tx` along `av`, out of the netdev of its
+/// port; traffic to this device's own address takes the loopback path (which hands over
+/// `tx` itself and leaves a buffer of the device's pool in its place), everything else the
+/// netdev's IP stack. Returns the kick a looped-back packet's QP is owed.
+fn send(
+    dev: &DeviceShared,
+    av: &AddressVector,
+    qpn: u32,
+    tx: &mut KVec<u8>,
+    len: usize,
+) -> Option<Kick> {
     let path = net::TxPath {
         src: IpAddr::from_octets(av.sgid),
         dst: IpAddr::from_octets(av.dgid),
@@ -353,15 +363,15 @@ fn send(dev: &DeviceShared, av: &AddressVector, qpn: u32, pkt: &mut [u8]) -> Opt
         return None;
     };
     let result = if av.sgid == av.dgid {
-        net::loopback(&port.netdev, &path, pkt)
+        net::loopback_in_place(&port.netdev, &path, tx, len, &dev.buffers)
     } else {
-        net::transmit(&port.netdev, &path, pkt).map(|()| None)
+        net::transmit(&port.netdev, &path, &tx[..len]).map(|()| None)
     };
     match result {
         Ok(kick) => {
             let traffic = &port.traffic;
             traffic.sent_pkts.inc();
-            traffic.sent_octets.add(pkt.len() as u64);
+            traffic.sent_octets.add(len as u64);
             if path.dst.is_multicast() {
                 traffic.mcast_sent_pkts.inc();
             }
