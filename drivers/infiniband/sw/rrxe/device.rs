@@ -4,17 +4,18 @@
 //! two. It composes the object tables, the state its QPs share, and its place on the
 //! RoCEv2 ports, and answers the device and port queries.
 
+use crate::counters::Counter;
 use crate::glue::bindings as b;
 use crate::glue::module_param::Limit;
 use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
 use crate::glue::rdma::object::XrcdId;
-use crate::glue::task::Kick;
+use crate::glue::task::{Kick, Kicks};
 use crate::mcast::{self, McastTable, MULTICAST_QPN};
 use crate::params;
 use crate::port::Ports;
-use crate::qp::object::QpTable;
+use crate::qp::object::{LastQp, QpTable};
 use crate::quota::Quotas;
 use crate::shared::DeviceShared;
 use crate::srq;
@@ -49,13 +50,23 @@ pub(crate) struct DeviceCore {
     pub(crate) shared: Arc<DeviceShared>,
 }
 
-impl RxHandler for DeviceCore {
-    fn receive(&self, pkt: RxPacket) -> Option<Kick> {
-        // The BTH's destination QP (IBA 9.2, bytes 5..8); the QP's task parses the rest.
+/// Where a received packet goes.
+enum Route<'a> {
+    /// The QP at this table index ([`QpTable::index_of`]).
+    Qp(u32),
+    /// The members of its multicast group.
+    Multicast,
+    /// Nowhere: dropped (counted).
+    Drop(&'a Counter),
+}
+
+impl DeviceCore {
+    /// Where `pkt` goes, by the BTH's destination QP (IBA 9.2, bytes 5..8; the QP's task
+    /// parses the rest); counts it in its port's traffic.
+    fn route(&self, pkt: &RxPacket) -> Route<'_> {
+        let counters = &self.shared.counters;
         let Some(&[_, _, _, _, _, q0, q1, q2]) = pkt.payload().first_chunk::<8>() else {
-            self.shared.counters.rx_malformed.inc();
-            pkt.discard();
-            return None;
+            return Route::Drop(&counters.rx_malformed);
         };
         let qpn = u32::from_be_bytes([0, q0, q1, q2]);
         // Each port's netdev is bound to this handler; anything else it is given arrived over
@@ -71,16 +82,48 @@ impl RxHandler for DeviceCore {
             .add((pkt.payload().len() + ICRC_LEN) as u64);
         if qpn == MULTICAST_QPN {
             traffic.rcvd_mcast_pkts.inc();
-            // Kicks each member QP's task itself.
-            self.mcast.deliver(&self.qps, &self.shared, pkt);
-            None
+            Route::Multicast
         } else if let Some(index) = QpTable::index_of(qpn, port.num) {
-            self.qps.deliver(&self.shared, index, pkt)
+            Route::Qp(index)
         } else {
-            self.shared.counters.rx_no_qp.inc();
-            pkt.discard();
-            None
+            Route::Drop(&counters.rx_no_qp)
         }
+    }
+}
+
+impl RxHandler for DeviceCore {
+    fn receive(&self, pkt: RxPacket) -> Option<Kick> {
+        match self.route(&pkt) {
+            Route::Qp(index) => self.qps.deliver(&self.shared, index, pkt),
+            Route::Multicast => {
+                // Kicks each member QP's task itself.
+                self.mcast.deliver(&self.qps, &self.shared, pkt);
+                None
+            }
+            Route::Drop(counter) => {
+                counter.inc();
+                pkt.discard();
+                None
+            }
+        }
+    }
+
+    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks) {
+        let mut last = LastQp::new();
+        for pkt in pkts.iter_mut().filter_map(Option::take) {
+            match self.route(&pkt) {
+                Route::Qp(index) => {
+                    self.qps
+                        .deliver_batched(&self.shared, index, pkt, &mut last, kicks)
+                }
+                Route::Multicast => self.mcast.deliver(&self.qps, &self.shared, pkt),
+                Route::Drop(counter) => {
+                    counter.inc();
+                    pkt.discard();
+                }
+            }
+        }
+        last.finish(kicks);
     }
 }
 

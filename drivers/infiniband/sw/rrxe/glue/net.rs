@@ -21,7 +21,7 @@
 use super::bindings;
 use super::netdev::NetDevice;
 use super::sync::{IrqSpinLock, LockClass};
-use super::task::Kick;
+use super::task::{Kick, Kicks};
 use crate::transport::icrc::{self, Crc32, IcrcError, IpHeader, ICRC_LEN, UDP_HEADER_LEN};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
@@ -126,7 +126,7 @@ impl IpAddr {
 
 /// Packet counters of the wire path, module-wide (the tunnel is shared by all devices).
 pub(crate) struct WireCounters {
-    /// Packets handed to the [`RxHandler`] (from the wire or [`loopback`]).
+    /// Packets handed to the [`RxHandler`] (from the wire or [`loopback_in_place`]).
     pub(crate) rx_packets: AtomicU64,
     /// Packets whose ICRC did not match.
     pub(crate) rx_bad_icrc: AtomicU64,
@@ -309,19 +309,30 @@ impl Drop for Skb {
 pub(crate) trait RxHandler: Send + Sync + 'static {
     /// Handles `pkt`, received on the netdev the handler is bound to (or a VLAN of it).
     ///
-    /// Called in softirq for packets from the wire, and in the caller's context for
-    /// [`loopback`], inside an RCU read-side section either way: must not sleep. Never
-    /// called once the [`RxBinding`] is dropped. Returns the kick of the task that is to
-    /// take the packet, if it has one: the receive path fires it at once, [`loopback`]
-    /// returns it to its caller.
+    /// Called in softirq for packets from the wire, inside an RCU read-side section: must
+    /// not sleep. Never called once the [`RxBinding`] is dropped. Returns the kick of the
+    /// task that is to take the packet, if it has one, which the receive path fires at once.
     fn receive(&self, pkt: RxPacket) -> Option<Kick>;
+
+    /// Handles the packets in `pkts` (taking each out), in order, all received on the
+    /// netdev the handler is bound to: a run's looped-back packets ([`Handover::flush`]).
+    /// Adds the kicks of the tasks that are to take them to `kicks`, once a task with the
+    /// number of its packets ([`Kicks::add_for`]). As [`RxHandler::receive`], in the
+    /// caller's context.
+    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks) {
+        for pkt in pkts.iter_mut().filter_map(Option::take) {
+            if let Some(kick) = self.receive(pkt) {
+                kicks.add(kick);
+            }
+        }
+    }
 }
 
 /// What holds a received packet's bytes.
 enum Backing {
     /// An skb from a UDP socket, freed as consumed when dropped (see [`RxPacket::discard`]).
     Skb(NonNull<bindings::sk_buff>),
-    /// A buffer of its own: a [`loopback`] packet, which no netdev, IP layer or capture
+    /// A buffer of its own: a [`loopback_in_place`] packet, which no netdev, IP layer or capture
     /// sees, so it needs neither an skb nor IP and UDP headers to be parsed again.
     Buf(KVec<u8>),
 }
@@ -556,7 +567,7 @@ fn hand_over(pkt: RxPacket, netdev: &NetDevice) -> Option<Kick> {
     match RX_INDEX.find(netdev) {
         // SAFETY: the entry's data is its binding's handler, alive for the RCU read-side
         // section we are in.
-        Some((data, receive)) => unsafe { receive(data, pkt) },
+        Some(found) => unsafe { (found.receive)(found.data, pkt) },
         None => {
             bump(&COUNTERS.rx_no_device);
             pkt.discard();
@@ -1102,38 +1113,6 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
     }
 }
 
-/// Hands `bth_to_icrc` (BTH through pad, then the 4-byte ICRC slot, left as it is) to the
-/// receive path as if it had arrived on `netdev` from `path.src` for `path.dst`, for
-/// destinations on this host; the caller decides when that is. Does not sleep.
-///
-/// The packet never meets a netdev, the IP layer or a capture, so it travels in a buffer
-/// of its own rather than an skb, without IP and UDP headers to build and parse again and
-/// without an ICRC: a CRC that only this host would compute and check proves nothing about
-/// a wire it never crossed. Its lengths and addresses are checked as [`transmit`] and the
-/// receive path check them.
-///
-/// Returns the kick of the task that took the packet, for the caller to fire when it has
-/// handed over all it will (the receiving task then takes them in one run, and may run on
-/// another CPU meanwhile).
-fn loopback(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Option<Kick>> {
-    let pkt = match looped_back(netdev, path, bth_to_icrc) {
-        Ok(pkt) => pkt,
-        Err(e) => {
-            bump(&COUNTERS.tx_errors);
-            return Err(e);
-        }
-    };
-    bump(&COUNTERS.tx_packets);
-    // The handler may be unbound concurrently: the RCU read-side section keeps it alive for
-    // the delivery, as the softirq receive path's own does.
-    // SAFETY: paired with the unlock below; nothing in between sleeps.
-    unsafe { bindings::rrxe_rcu_read_lock() };
-    let kick = hand_over(pkt, netdev);
-    // SAFETY: locked above.
-    unsafe { bindings::rrxe_rcu_read_unlock() };
-    Ok(kick)
-}
-
 /// Refuses a `len`-byte packet on `path` where [`build`] would refuse it.
 fn check_looped_back(path: &TxPath, len: usize) -> Result {
     if len < BTH_LEN + ICRC_LEN || path.src.is_v4() != path.dst.is_v4() {
@@ -1147,9 +1126,9 @@ fn check_looped_back(path: &TxPath, len: usize) -> Result {
     Ok(())
 }
 
-/// The packet [`loopback`] hands over: `bth_to_icrc` in a buffer of its own, as received on
-/// `netdev` from `path.src` for `path.dst`, refused (`EINVAL`, `EMSGSIZE`) where [`build`]
-/// would refuse it.
+/// The packet [`loopback_in_place`] hands over when its pool has no buffer: a copy of
+/// `bth_to_icrc` in a buffer of its own, as received on `netdev` from `path.src` for
+/// `path.dst`, refused (`EINVAL`, `EMSGSIZE`) where [`build`] would refuse it.
 fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<RxPacket> {
     let len = bth_to_icrc.len();
     check_looped_back(path, len)?;
@@ -1172,45 +1151,166 @@ fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<
     })
 }
 
-/// [`loopback`] of the `len`-byte packet at the start of `buf`, handing over `buf` itself
-/// and putting a buffer of the same size from `pool` in its place, so that the packet is
-/// neither copied nor allocated for; a copy, as [`loopback`] makes, when the pool has no
-/// buffer of that size and no memory for one. `buf` must have been written by the
-/// transport (every byte of the packet, pad and ICRC slot included): the receiving QP reads
-/// it, and it goes back to the pool afterwards.
+/// Hands the `len`-byte transport packet at the start of `buf` (BTH through pad, then the
+/// 4-byte ICRC slot, left as it is) to the receive path as if it had arrived on `netdev`
+/// from `path.src` for `path.dst`, for destinations on this host; the caller decides when
+/// that is. Does not sleep.
+///
+/// The packet never meets a netdev, the IP layer or a capture, so it travels without an
+/// skb, without IP and UDP headers to build and parse again and without an ICRC: a CRC
+/// that only this host would compute and check proves nothing about a wire it never
+/// crossed. It travels in `buf` itself, a buffer of the same size from `pool` taking its
+/// place, so that it is neither copied nor allocated for; in a copy of its own when the
+/// pool has no buffer of that size and no memory for one. `buf` must have been written by
+/// the transport (every byte of the packet, pad and ICRC slot included): the receiving QP
+/// reads it, and it goes back to the pool afterwards. Its lengths and addresses are
+/// checked as [`transmit`] and the receive path check them.
+///
+/// The packet joins `handover`, which hands its packets to the handler together when
+/// flushed, or here, into `kicks`, when it is full or the packet is for another netdev.
 pub(crate) fn loopback_in_place(
     netdev: &NetDevice,
     path: &TxPath,
     buf: &mut KVec<u8>,
     len: usize,
     pool: &BufferPool,
-) -> Result<Option<Kick>> {
-    let checked = check_looped_back(path, len).and_then(|()| buf.get(..len).ok_or(EINVAL));
-    if let Err(e) = checked {
-        bump(&COUNTERS.tx_errors);
-        return Err(e);
-    }
+    handover: &mut Handover,
+    kicks: &mut Kicks,
+) -> Result {
+    let pkt = match in_place(netdev, path, buf, len, pool) {
+        Ok(pkt) => pkt,
+        Err(e) => {
+            bump(&COUNTERS.tx_errors);
+            return Err(e);
+        }
+    };
+    bump(&COUNTERS.tx_packets);
+    handover.push(netdev, pkt, kicks);
+    Ok(())
+}
+
+/// The packet [`loopback_in_place`] hands over.
+fn in_place(
+    netdev: &NetDevice,
+    path: &TxPath,
+    buf: &mut KVec<u8>,
+    len: usize,
+    pool: &BufferPool,
+) -> Result<RxPacket> {
+    check_looped_back(path, len)?;
+    let bytes = buf.get(..len).ok_or(EINVAL)?;
     let Some(mut packet) = pool.take(buf.len()) else {
-        return loopback(netdev, path, &buf[..len]);
+        return looped_back(netdev, path, bytes);
     };
     core::mem::swap(buf, &mut packet);
     let payload = NonNull::from(&packet[..]).cast::<u8>();
-    let pkt = RxPacket {
+    Ok(RxPacket {
         backing: Backing::Buf(packet),
         netdev: netdev.into(),
         payload,
         payload_len: len - ICRC_LEN,
         src: path.src,
         dst: path.dst,
-    };
-    bump(&COUNTERS.tx_packets);
-    // As in `loopback`.
-    // SAFETY: paired with the unlock below; nothing in between sleeps.
-    unsafe { bindings::rrxe_rcu_read_lock() };
-    let kick = hand_over(pkt, netdev);
-    // SAFETY: locked above.
-    unsafe { bindings::rrxe_rcu_read_unlock() };
-    Ok(kick)
+    })
+}
+
+/// Packets a task run looped back, held until they are handed to the receive path together
+/// ([`Handover::flush`]): the netdev's handler is then found once for all of them, and
+/// takes consecutive packets for one QP with one lookup of it. Holds up to
+/// [`Handover::CAPACITY`] packets, all received on one netdev.
+pub(crate) struct Handover {
+    netdev: Option<ARef<NetDevice>>,
+    /// `CAPACITY` places, the first `len` of them taken.
+    pkts: KVec<Option<RxPacket>>,
+    len: usize,
+}
+
+impl Handover {
+    /// Packets held before they are handed over anyway: a run's budget of them.
+    pub(crate) const CAPACITY: usize = 64;
+
+    /// An empty handover, with its places allocated; process context.
+    pub(crate) fn new() -> Result<Self> {
+        let mut pkts = KVec::with_capacity(Self::CAPACITY, GFP_KERNEL)?;
+        for _ in 0..Self::CAPACITY {
+            pkts.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            netdev: None,
+            pkts,
+            len: 0,
+        })
+    }
+
+    /// Adds `pkt`, received on `netdev`, handing over what is held first if it is full or
+    /// holds packets of another netdev.
+    fn push(&mut self, netdev: &NetDevice, pkt: RxPacket, kicks: &mut Kicks) {
+        let same = self
+            .netdev
+            .as_ref()
+            .is_some_and(|n| ptr::eq(n.as_raw(), netdev.as_raw()));
+        if self.len > 0 && (!same || self.len >= self.pkts.len()) {
+            self.flush(kicks);
+        }
+        if self.len == 0 {
+            self.netdev = Some(netdev.into());
+        }
+        match self.pkts.get_mut(self.len) {
+            Some(place) => {
+                *place = Some(pkt);
+                self.len += 1;
+            }
+            // No places at all (never: `new` makes them).
+            None => pkt.discard(),
+        }
+    }
+
+    /// Hands the packets held to the handler bound to their netdev, adding the kicks their
+    /// tasks are owed to `kicks`. Does not sleep.
+    pub(crate) fn flush(&mut self, kicks: &mut Kicks) {
+        let len = core::mem::take(&mut self.len);
+        // No netdev reference outlives the hand-over: a QP must not hold up its unregistering.
+        let netdev = self.netdev.take();
+        let Some(pkts) = self.pkts.get_mut(..len) else {
+            return;
+        };
+        let Some(netdev) = netdev.filter(|_| len > 0) else {
+            // Packets are only held with their netdev.
+            pkts.iter_mut().for_each(|place| drop(place.take()));
+            return;
+        };
+        COUNTERS.rx_packets.fetch_add(len as u64, Ordering::Relaxed);
+        // The handler may be unbound concurrently: the RCU read-side section keeps it alive
+        // for the delivery, as the softirq receive path's own does.
+        // SAFETY: paired with the unlock below; nothing in between sleeps.
+        unsafe { bindings::rrxe_rcu_read_lock() };
+        match RX_INDEX.find(&netdev) {
+            // SAFETY: the entry's data is its binding's handler, alive for the RCU read-side
+            // section we are in.
+            Some(found) => unsafe { (found.receive_all)(found.data, pkts, kicks) },
+            None => {
+                for pkt in pkts.iter_mut().filter_map(Option::take) {
+                    bump(&COUNTERS.rx_no_device);
+                    pkt.discard();
+                }
+            }
+        }
+        // SAFETY: locked above.
+        unsafe { bindings::rrxe_rcu_read_unlock() };
+        // Whatever the handler left is dropped.
+        for place in pkts.iter_mut() {
+            drop(place.take());
+        }
+    }
+}
+
+impl Drop for Handover {
+    /// Hands over what is still held; the kicks fire here.
+    fn drop(&mut self) {
+        let mut kicks = Kicks::new();
+        self.flush(&mut kicks);
+        kicks.fire(super::task::Place::Here);
+    }
 }
 
 static POOL_LOCK: LockClass = LockClass::new();
@@ -1288,14 +1388,18 @@ impl BufferPool {
 
 /// Hands a packet to a handler given as the data of its index entry.
 type ReceiveFn = unsafe fn(*const c_void, RxPacket) -> Option<Kick>;
+/// Hands packets to a handler given as the data of its index entry.
+type ReceiveAllFn = unsafe fn(*const c_void, &mut [Option<RxPacket>], &mut Kicks);
 
 /// One bound handler.
+#[derive(Clone, Copy)]
 struct IndexEntry {
     /// Identity of the netdev, compared but never dereferenced.
     netdev: usize,
     /// `Arc::into_raw` of the handler; the binding owns the reference.
     data: *const c_void,
     receive: ReceiveFn,
+    receive_all: ReceiveAllFn,
 }
 
 /// The bound handlers, behind the C spinlock `rrxe_rx_index_lock` (taken with interrupts
@@ -1320,16 +1424,10 @@ impl RxIndex {
         r
     }
 
-    /// The handler bound to `netdev`.
-    fn find(&self, netdev: &NetDevice) -> Option<(*const c_void, ReceiveFn)> {
+    /// The entry of the handler bound to `netdev`.
+    fn find(&self, netdev: &NetDevice) -> Option<IndexEntry> {
         let key = netdev.as_raw() as usize;
-        self.with(|entries| {
-            entries
-                .iter()
-                .flatten()
-                .find(|e| e.netdev == key)
-                .map(|e| (e.data, e.receive))
-        })
+        self.with(|entries| entries.iter().flatten().find(|e| e.netdev == key).copied())
     }
 }
 
@@ -1342,6 +1440,21 @@ unsafe fn receive_thunk<H: RxHandler>(data: *const c_void, pkt: RxPacket) -> Opt
     // SAFETY: per the function contract.
     let handler = unsafe { &*data.cast::<H>() };
     handler.receive(pkt)
+}
+
+/// Calls `H::receive_all` on the handler `data` points at.
+///
+/// # Safety
+///
+/// `data` must be `Arc::into_raw` of an `Arc<H>` that stays alive for the call.
+unsafe fn receive_all_thunk<H: RxHandler>(
+    data: *const c_void,
+    pkts: &mut [Option<RxPacket>],
+    kicks: &mut Kicks,
+) {
+    // SAFETY: per the function contract.
+    let handler = unsafe { &*data.cast::<H>() };
+    handler.receive_all(pkts, kicks)
 }
 
 /// Drops the reference `data` is.
@@ -1383,6 +1496,7 @@ impl RxBinding {
             netdev: key,
             data,
             receive: receive_thunk::<H>,
+            receive_all: receive_all_thunk::<H>,
         };
         let added = RX_INDEX.with(|entries| {
             if entries.iter().flatten().any(|e| e.netdev == key) {

@@ -215,6 +215,13 @@ impl Kicks {
         }
     }
 
+    /// Adds the kick a task is owed for `packets` packets handed to it, counted in
+    /// [`Kicks::added`] as that many kicks.
+    pub(crate) fn add_for(&mut self, kick: Kick, packets: usize) {
+        self.add(kick);
+        self.added += packets.saturating_sub(1);
+    }
+
     /// Fires the batch's kicks at `place`.
     pub(crate) fn fire(&mut self, place: Place) {
         self.added = 0;

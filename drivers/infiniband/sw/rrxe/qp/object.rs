@@ -19,7 +19,7 @@ use crate::ah::RrxeAh;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
-use crate::glue::net::RxPacket;
+use crate::glue::net::{Handover, RxPacket};
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
 use crate::glue::rdma::object::{PdId, QpHandle, XrcdId};
 use crate::glue::rdma::udata::UData;
@@ -131,8 +131,12 @@ pub(super) struct QpCore {
     pub(super) recv_cq: Option<Arc<CqShared>>,
     /// The receive side of an XRC target.
     pub(super) xrc: Option<XrcTarget>,
-    /// A transmit buffer for one packet.
+    /// A transmit buffer for one packet (in loopback, handed over with the packet and
+    /// replaced by one of the device's pool).
     pub(super) tx: KVec<u8>,
+    /// Packets looped back and not yet handed over: a run's or a doorbell's sends go to
+    /// their QPs together.
+    pub(super) handover: Handover,
     /// The MRs the engine's last accesses reached, for the next ones of the same use.
     pub(super) mrs: MrCache,
 }
@@ -151,6 +155,7 @@ impl QpCore {
         while sent < DOORBELL_BUDGET && self.transmit(qpn, kicks) {
             sent += 1;
         }
+        self.handover.flush(kicks);
     }
 
     /// Lends the queues and memory to the engine for one call.
@@ -219,14 +224,73 @@ impl QpTable {
             dev.counters.rx_no_qp.inc();
             return None;
         };
-        if qp.rx.lock().push(pkt).is_err() {
-            dev.counters.rx_queue_full.inc();
-            return None;
+        queue(dev, &qp, pkt).then(|| Task::deferred(qp))
+    }
+
+    /// Delivers a packet as [`Self::deliver`] does, one of a batch: the QP the batch's
+    /// previous packet went to is kept in `last` for the next ones, and the kick of a QP,
+    /// with the number of its packets, goes to `kicks` once the batch moves on to another
+    /// QP ([`LastQp::finish`] for the last one).
+    pub(crate) fn deliver_batched(
+        &self,
+        dev: &DeviceShared,
+        index: u32,
+        pkt: RxPacket,
+        last: &mut LastQp,
+        kicks: &mut Kicks,
+    ) {
+        if !last.qp.as_ref().is_some_and(|(i, _, _)| *i == index) {
+            last.kick(kicks);
+            last.qp = self.qps.get(index).map(|qp| (index, qp, 0));
         }
-        dev.counters.rcvd_pkts.inc();
-        Some(Task::deferred(qp))
+        let Some((_, qp, packets)) = last.qp.as_mut() else {
+            dev.counters.rx_no_qp.inc();
+            return;
+        };
+        if queue(dev, qp, pkt) {
+            *packets += 1;
+        }
     }
 }
+
+/// Queues a received packet to `qp`'s task; whether it was (a full backlog drops it).
+fn queue(dev: &DeviceShared, qp: &QpShared, pkt: RxPacket) -> bool {
+    if qp.rx.lock().push(pkt).is_err() {
+        dev.counters.rx_queue_full.inc();
+        return false;
+    }
+    dev.counters.rcvd_pkts.inc();
+    true
+}
+
+/// The QP a batch of received packets last went to ([`QpTable::deliver_batched`]), with
+/// the table index it was found at and the packets queued to it since.
+pub(crate) struct LastQp {
+    qp: Option<(u32, Arc<QpShared>, usize)>,
+}
+
+impl LastQp {
+    /// None yet.
+    pub(crate) fn new() -> Self {
+        Self { qp: None }
+    }
+
+    /// Adds the kick the last QP is owed, if it took packets, to `kicks`.
+    fn kick(&mut self, kicks: &mut Kicks) {
+        if let Some((_, qp, packets)) = self.qp.take() {
+            if packets > 0 {
+                kicks.add_for(Task::deferred(qp), packets);
+            }
+        }
+    }
+
+    /// Ends the batch: adds the kick its last QP is owed to `kicks`.
+    pub(crate) fn finish(mut self, kicks: &mut Kicks) {
+        self.kick(kicks);
+    }
+}
+
+impl QpTable {}
 
 /// A QP engine in RESET, copied from a compile-time template straight into its allocation:
 /// it is several kilobytes, too large to build on a kernel stack.
@@ -363,6 +427,7 @@ pub(crate) fn create(
         recv_cq: init.recv_cq.map(RrxeCq::shared),
         xrc,
         tx: KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?,
+        handover: Handover::new()?,
         mrs: MrCache::default(),
     };
     let connected = init.qp_type.is_connected();

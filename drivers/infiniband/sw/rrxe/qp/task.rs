@@ -8,10 +8,10 @@
 
 use super::object::{srq_of, QpCore, QpShared};
 use super::outbox::{Outbox, Queue};
-use crate::glue::net::{self, IpAddr, RxPacket};
+use crate::glue::net::{self, Handover, IpAddr, RxPacket};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
-use crate::glue::task::{now_ns, Kick, Kicks, Place, Task, TaskOwner};
+use crate::glue::task::{now_ns, Kicks, Place, Task, TaskOwner};
 use crate::shared::DeviceShared;
 use crate::transport::packet;
 use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
@@ -146,6 +146,10 @@ impl QpCore {
         {
             sent += 1;
         }
+        // The packets looped back go to their QPs now, together.
+        let handed = now_ns();
+        self.handover.flush(&mut outbox.kicks);
+        dev.counters.qp_tx_send_ns.add(now_ns() - handed);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
         // provider is asked to ring once it has posted a batch worth an update rather than
@@ -189,11 +193,14 @@ impl QpCore {
             self.dev.counters.retransmitted_pkts.inc();
         }
         match path {
-            Some(av) => {
-                if let Some(kick) = send(&self.dev, &av, qpn, &mut self.tx, t.len) {
-                    kicks.add(kick);
-                }
-            }
+            Some(av) => send(
+                &self.dev,
+                &av,
+                qpn,
+                (&mut self.tx, t.len),
+                &mut self.handover,
+                kicks,
+            ),
             None => self.dev.counters.tx_no_path.inc(),
         }
         self.dev.counters.qp_tx_send_ns.add(now_ns() - built);
@@ -341,15 +348,17 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
 
 /// Sends the `len`-byte packet at the start of `tx` along `av`, out of the netdev of its
 /// port; traffic to this device's own address takes the loopback path (which hands over
-/// `tx` itself and leaves a buffer of the device's pool in its place), everything else the
-/// netdev's IP stack. Returns the kick a looped-back packet's QP is owed.
+/// `tx` itself and leaves a buffer of the device's pool in its place; the packet joins
+/// `handover`, which may hand over what it held to make room, adding kicks to `kicks`),
+/// everything else the netdev's IP stack.
 fn send(
     dev: &DeviceShared,
     av: &AddressVector,
     qpn: u32,
-    tx: &mut KVec<u8>,
-    len: usize,
-) -> Option<Kick> {
+    (tx, len): (&mut KVec<u8>, usize),
+    handover: &mut Handover,
+    kicks: &mut Kicks,
+) {
     let path = net::TxPath {
         src: IpAddr::from_octets(av.sgid),
         dst: IpAddr::from_octets(av.dgid),
@@ -360,27 +369,23 @@ fn send(
     // Modify QP and Create AH checked the port against the device's.
     let Some(port) = dev.ports.get(u32::from(av.port)) else {
         dev.counters.tx_no_path.inc();
-        return None;
+        return;
     };
     let result = if av.sgid == av.dgid {
-        net::loopback_in_place(&port.netdev, &path, tx, len, &dev.buffers)
+        net::loopback_in_place(&port.netdev, &path, tx, len, &dev.buffers, handover, kicks)
     } else {
-        net::transmit(&port.netdev, &path, &tx[..len]).map(|()| None)
+        net::transmit(&port.netdev, &path, &tx[..len])
     };
     match result {
-        Ok(kick) => {
+        Ok(()) => {
             let traffic = &port.traffic;
             traffic.sent_pkts.inc();
             traffic.sent_octets.add(len as u64);
             if path.dst.is_multicast() {
                 traffic.mcast_sent_pkts.inc();
             }
-            kick
         }
-        Err(_) => {
-            dev.counters.tx_errors.inc();
-            None
-        }
+        Err(_) => dev.counters.tx_errors.inc(),
     }
 }
 
