@@ -266,9 +266,7 @@ impl SharedQueue {
                     .as_ptr()
                     .add(DATA + ((index as usize) << self.log2_elem_size));
                 let dst = self.buf.as_ptr().add(DATA + (slot << self.log2_elem_size));
-                for i in 0..elem {
-                    dst.add(i).write(src.add(i).read_volatile());
-                }
+                copy_volatile(src, dst, elem, Shared::Source);
             }
             index = old.next(index);
         }
@@ -301,33 +299,26 @@ impl SharedQueue {
     pub(crate) fn write_slot<E: Copy>(&self, index: u32, value: &E) {
         let len = size_of::<E>().min(self.slot_size());
         let src = ptr::from_ref(value).cast::<u8>();
-        let dst = self.slot(index);
-        for i in 0..len {
-            // SAFETY: `dst` is a slot of at least `len` bytes (above); `src` is `len` readable
-            // bytes of kernel memory. Volatile: the slot may be mapped by userspace.
-            unsafe { dst.add(i).write_volatile(src.add(i).read()) };
-        }
+        // SAFETY: `dst` is a slot of at least `len` bytes (above), 8-byte aligned; `src` is
+        // `len` readable bytes of kernel memory, another allocation.
+        unsafe { copy_volatile(src, self.slot(index), len, Shared::Destination) };
     }
 
     /// Writes `src` (at most a slot) into slot `index` (of a queue this side produces).
     pub(crate) fn write_slot_bytes(&self, index: u32, src: &[u8]) {
         let len = src.len().min(self.slot_size());
-        let dst = self.slot(index);
-        for (i, byte) in src.iter().take(len).enumerate() {
-            // SAFETY: `dst` is a slot of at least `len` bytes; volatile as above.
-            unsafe { dst.add(i).write_volatile(*byte) };
-        }
+        // SAFETY: the slot has at least `len` bytes, 8-byte aligned; `src` has them too, in
+        // another allocation.
+        unsafe { copy_volatile(src.as_ptr(), self.slot(index), len, Shared::Destination) };
     }
 
     /// Copies the first `dst.len()` bytes (at most a slot) of slot `index` into `dst`, once:
     /// userspace may be writing the slot concurrently, so callers decode only the copy.
     pub(crate) fn read_slot_bytes(&self, index: u32, dst: &mut [u8]) {
         let len = dst.len().min(self.slot_size());
-        let src = self.slot(index);
-        for (i, byte) in dst.iter_mut().take(len).enumerate() {
-            // SAFETY: `src` is a slot of at least `len` bytes; volatile as above.
-            *byte = unsafe { src.add(i).read_volatile() };
-        }
+        // SAFETY: the slot has at least `len` bytes, 8-byte aligned; `dst` has room for them,
+        // in another allocation.
+        unsafe { copy_volatile(self.slot(index), dst.as_mut_ptr(), len, Shared::Source) };
     }
 
     /// The index after `index`.
@@ -340,19 +331,11 @@ impl SharedQueue {
     pub(crate) fn read_slot<E: Copy + Default>(&self, index: u32) -> E {
         let mut out = E::default();
         let len = size_of::<E>().min(1 << self.log2_elem_size);
-        // SAFETY: the slot lies inside the buffer (the index is masked), `out` is a plain
-        // `Copy` value of at least `len` bytes and kernel memory; volatile reads keep the
-        // compiler from assuming the shared slot is stable.
-        unsafe {
-            let src = self
-                .buf
-                .as_ptr()
-                .add(DATA + (((index & self.index_mask) as usize) << self.log2_elem_size));
-            let dst = ptr::from_mut(&mut out).cast::<u8>();
-            for i in 0..len {
-                dst.add(i).write(src.add(i).read_volatile());
-            }
-        }
+        let src = self.slot(index);
+        let dst = ptr::from_mut(&mut out).cast::<u8>();
+        // SAFETY: the slot lies inside the buffer (the index is masked), 8-byte aligned; `out`
+        // is a plain `Copy` value of at least `len` bytes and kernel memory.
+        unsafe { copy_volatile(src, dst, len, Shared::Source) };
         out
     }
 }
@@ -370,6 +353,52 @@ impl Drop for SharedQueue {
             },
             // SAFETY: the buffer came from vmalloc_user and was never exported.
             None => unsafe { bindings::vfree(self.buf.as_ptr().cast::<c_void>()) },
+        }
+    }
+}
+
+/// Which end of a copy is a queue's buffer, which userspace may map and write concurrently.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shared {
+    /// The source: each byte is read once (volatile), into kernel memory.
+    Source,
+    /// The destination: each byte is written once (volatile).
+    Destination,
+}
+
+/// Copies `len` bytes from `src` to `dst`, the `shared` end accessed volatile: eight bytes at
+/// a time while it is 8-byte aligned (a slot is, if its size is a multiple of eight: the
+/// buffer is page-aligned and the slots start at [`DATA`]), then the rest byte by byte.
+/// Byte by byte throughout, a WQE's snapshot and a completion's write cost 0.6 us a 64-byte
+/// message more under TCG (Documentation/rrxe/benchmarks.rst).
+///
+/// # Safety
+///
+/// `src` must be readable and `dst` writable for `len` bytes, in different allocations.
+unsafe fn copy_volatile(src: *const u8, dst: *mut u8, len: usize, shared: Shared) {
+    let aligned = match shared {
+        Shared::Source => src.align_offset(8) == 0,
+        Shared::Destination => dst.align_offset(8) == 0,
+    };
+    let words = if aligned { len / 8 } else { 0 };
+    for w in 0..words {
+        // SAFETY: per the function contract, word `w` lies in both ranges, and the shared
+        // end is aligned.
+        unsafe {
+            let (from, to) = (src.add(w * 8).cast::<u64>(), dst.add(w * 8).cast::<u64>());
+            match shared {
+                Shared::Source => to.write_unaligned(from.read_volatile()),
+                Shared::Destination => to.write_volatile(from.read_unaligned()),
+            }
+        }
+    }
+    for i in words * 8..len {
+        // SAFETY: per the function contract.
+        unsafe {
+            match shared {
+                Shared::Source => dst.add(i).write(src.add(i).read_volatile()),
+                Shared::Destination => dst.add(i).write_volatile(src.add(i).read()),
+            }
         }
     }
 }
