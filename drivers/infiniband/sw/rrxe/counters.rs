@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 12;
+const WORK_COUNTERS: usize = 14;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -100,6 +100,8 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("recv_doorbell_acks"),
     c_str!("send_doorbells"),
     c_str!("send_ring_rechecks"),
+    c_str!("loopback_handovers"),
+    c_str!("loopback_buffers_allocated"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -203,6 +205,9 @@ pub(crate) struct Counters {
     /// WQEs posted while it ran: a provider that reads the ring's `RUN_PENDING` word posts
     /// those without a doorbell (see `SendRing::settle`).
     pub(crate) send_ring_rechecks: Counter,
+    /// Batches of looped-back packets handed to the device's QPs (`Handover::flush`): one a
+    /// sending run or doorbell, where every packet was one before.
+    pub(crate) loopback_handovers: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -280,8 +285,9 @@ impl Counters {
         }
     }
 
-    /// Fills `values` in the order of [`DESCS`], with `port`'s traffic.
-    pub(crate) fn read(&self, port: &PortCounters, values: &mut [u64]) {
+    /// Fills `values` in the order of [`DESCS`], with `port`'s traffic and the number of
+    /// buffers the device allocated for looped-back packets (`BufferPool::allocated`).
+    pub(crate) fn read(&self, port: &PortCounters, loopback_buffers: u64, values: &mut [u64]) {
         let wire = net::counters().snapshot();
         let traffic = port;
         let port = [
@@ -318,6 +324,8 @@ impl Counters {
             self.recv_doorbell_acks.get(),
             self.send_doorbells.get(),
             self.send_ring_rechecks.get(),
+            self.loopback_handovers.get(),
+            loopback_buffers,
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

@@ -109,6 +109,7 @@ impl RxHandler for DeviceCore {
     }
 
     fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks) {
+        self.shared.counters.loopback_handovers.inc();
         let mut last = LastQp::new();
         for pkt in pkts.iter_mut().filter_map(Option::take) {
             match self.route(&pkt) {

@@ -248,7 +248,10 @@ impl Driver for Rrxe {
             return;
         };
         if port == 1 {
-            data.shared().counters.read(&p.traffic, values);
+            let shared = data.shared();
+            shared
+                .counters
+                .read(&p.traffic, shared.buffers.allocated(), values);
         } else {
             p.traffic.read(values);
         }

@@ -1200,6 +1200,7 @@ fn in_place(
     check_looped_back(path, len)?;
     let bytes = buf.get(..len).ok_or(EINVAL)?;
     let Some(mut packet) = pool.take(buf.len()) else {
+        pool.allocated.fetch_add(1, Ordering::Relaxed);
         return looped_back(netdev, path, bytes);
     };
     core::mem::swap(buf, &mut packet);
@@ -1329,6 +1330,9 @@ pub(crate) struct BufferPool {
     free: IrqSpinLock<KVec<KVec<u8>>>,
     /// The size of every buffer.
     size: usize,
+    /// Buffers allocated for looped-back packets: the pool's own, and the copies made when
+    /// it had none.
+    allocated: AtomicU64,
 }
 
 impl BufferPool {
@@ -1337,7 +1341,14 @@ impl BufferPool {
         pin_init!(Self {
             free <- IrqSpinLock::new(KVec::new(), kernel::c_str!("rrxe_buffer_pool"), &POOL_LOCK),
             size,
+            allocated: AtomicU64::new(0),
         })
+    }
+
+    /// Buffers allocated for looped-back packets so far: while the pool recycles, a fraction
+    /// of the packets (those sent while more than the pool's bound were in flight).
+    pub(crate) fn allocated(&self) -> u64 {
+        self.allocated.load(Ordering::Relaxed)
     }
 
     /// A `size`-byte buffer: a recycled one, or a new one, zeroed; `None` for another size
@@ -1358,6 +1369,7 @@ impl BufferPool {
             }
         }
         let mut buf = KVec::<u8>::with_capacity(size, GFP_ATOMIC | __GFP_ZERO).ok()?;
+        self.allocated.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the allocation has room for `size` bytes, which __GFP_ZERO zeroed.
         unsafe { buf.set_len(size) };
         Some(buf)
