@@ -404,8 +404,7 @@ impl RxPacket {
                 )
             }
             Backing::Buf(buf) => {
-                let mut copy = KVec::with_capacity(buf.len(), GFP_ATOMIC)?;
-                copy.extend_from_slice(buf, GFP_ATOMIC)?;
+                let copy = copy_of(buf)?;
                 let payload = NonNull::from(&copy[..]).cast::<u8>();
                 (Backing::Buf(copy), payload)
             }
@@ -549,20 +548,13 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
 /// Called inside an RCU read-side section, which keeps the handler found alive (see
 /// [`RxBinding`]'s drop).
 fn deliver(skb: Skb, netdev: &NetDevice) -> Option<Kick> {
-    match parse(skb, netdev) {
-        Ok(pkt) => hand_over(pkt, netdev),
+    let pkt = match parse(skb, netdev) {
+        Ok(pkt) => pkt,
         Err(why) => {
             why.count();
-            None
+            return None;
         }
-    }
-}
-
-/// Hands a checked packet to the handler bound to `netdev`, counting it.
-///
-/// Called inside an RCU read-side section, which keeps the handler found alive (see
-/// [`RxBinding`]'s drop).
-fn hand_over(pkt: RxPacket, netdev: &NetDevice) -> Option<Kick> {
+    };
     bump(&COUNTERS.rx_packets);
     match RX_INDEX.find(netdev) {
         // SAFETY: the entry's data is its binding's handler, alive for the RCU read-side
@@ -1113,6 +1105,20 @@ fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result
     }
 }
 
+/// A buffer of its own holding a copy of `bytes` (`GFP_ATOMIC`), made with one `memcpy`:
+/// `KVec::extend_from_slice` clones byte by byte.
+fn copy_of(bytes: &[u8]) -> Result<KVec<u8>> {
+    let len = bytes.len();
+    let mut buf = KVec::<u8>::with_capacity(len, GFP_ATOMIC)?;
+    // SAFETY: the buffer has room for `len` bytes, which the copy initialises before the
+    // length covers them; source and destination are distinct allocations.
+    unsafe {
+        ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr(), len);
+        buf.set_len(len);
+    }
+    Ok(buf)
+}
+
 /// Refuses a `len`-byte packet on `path` where [`build`] would refuse it.
 fn check_looped_back(path: &TxPath, len: usize) -> Result {
     if len < BTH_LEN + ICRC_LEN || path.src.is_v4() != path.dst.is_v4() {
@@ -1132,14 +1138,7 @@ fn check_looped_back(path: &TxPath, len: usize) -> Result {
 fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<RxPacket> {
     let len = bth_to_icrc.len();
     check_looped_back(path, len)?;
-    let mut buf = KVec::<u8>::with_capacity(len, GFP_ATOMIC)?;
-    // SAFETY: the buffer has room for `len` bytes, which the copy initialises before the
-    // length covers them; source and destination are distinct allocations.
-    // (`extend_from_slice` clones byte by byte: a packet's loop instead of one `memcpy`.)
-    unsafe {
-        ptr::copy_nonoverlapping(bth_to_icrc.as_ptr(), buf.as_mut_ptr(), len);
-        buf.set_len(len);
-    }
+    let buf = copy_of(bth_to_icrc)?;
     let payload = NonNull::from(&buf[..]).cast::<u8>();
     Ok(RxPacket {
         backing: Backing::Buf(buf),

@@ -290,8 +290,6 @@ impl LastQp {
     }
 }
 
-impl QpTable {}
-
 /// A QP engine in RESET, copied from a compile-time template straight into its allocation:
 /// it is several kilobytes, too large to build on a kernel stack.
 fn new_engine(qp_type: QpType, qpn: u32, xrcd: Option<XrcdId>) -> Result<KBox<Engine>> {
