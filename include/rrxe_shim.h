@@ -48,8 +48,9 @@ struct hrtimer;
 void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
 struct workqueue_struct;
 struct workqueue_struct *rrxe_alloc_task_queue(void);
-bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work);
-bool rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work);
+bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work, int *cpu);
+unsigned int rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work,
+				    int *cpu, bool *moved);
 void rrxe_hrtimer_setup(struct hrtimer *timer, enum hrtimer_restart (*fn)(struct hrtimer *));
 void rrxe_hrtimer_start(struct hrtimer *timer, u64 delay_ns, u64 slack_ns);
 bool rrxe_hrtimer_is_queued(struct hrtimer *timer);

@@ -195,6 +195,18 @@ else
 	check "ib_write_bw -s 65536 -n 200 (12,800 packets): handed over in 1,600 batches at most, in 3,200 buffers allocated at most" \
 		looped stock lbw ib_write_bw -s 65536 -n 200 -F -p 18820
 	echo "# $rung"
+	# A 64 KiB Read's responder builds a message a run and kicks the requester to the other
+	# vCPU (Place::Beside in glue/task.rs); a requester still queued on the responder's vCPU
+	# (its own cut run or the poster's doorbell put it there) is moved there
+	# (qp_runs_moved). Before, such a kick found it queued and left it: from then on both
+	# QPs ran on one vCPU, one after the other, and Read moved two thirds of Write's bytes.
+	moved() { # VIA NAME PROG ARGS...: pp through VIA moved runs beside at least once
+		counted qp_runs_moved "runs moved beside" qp_task_runs "runs" "$@" &&
+			[ "$d1" -ge 1 ]
+	}
+	check "ib_read_bw -s 65536 -n 200: a requester's run queued on its responder's vCPU is moved to the other (once at least)" \
+		moved stock lrd ib_read_bw -s 65536 -n 200 -F -p 18821
+	echo "# $rung"
 fi
 
 device_down

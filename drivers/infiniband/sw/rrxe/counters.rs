@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 14;
+const WORK_COUNTERS: usize = 15;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -102,6 +102,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("send_ring_rechecks"),
     c_str!("loopback_handovers"),
     c_str!("loopback_buffers_allocated"),
+    c_str!("qp_runs_moved"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -208,6 +209,9 @@ pub(crate) struct Counters {
     /// Batches of looped-back packets handed to the device's QPs (`Handover::flush`): one a
     /// sending run or doorbell, where every packet was one before.
     pub(crate) loopback_handovers: Counter,
+    /// QP runs moved to the CPU beside the one kicking them, where they were pending
+    /// (`Place::Beside`): a stream's two QPs kept from sharing one CPU.
+    pub(crate) qp_runs_moved: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -326,6 +330,7 @@ impl Counters {
             self.send_ring_rechecks.get(),
             self.loopback_handovers.get(),
             loopback_buffers,
+            self.qp_runs_moved.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

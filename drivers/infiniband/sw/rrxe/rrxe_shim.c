@@ -229,33 +229,56 @@ struct workqueue_struct *rrxe_alloc_task_queue(void)
 	return alloc_workqueue("rrxe", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 }
 
-bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work)
+/* Queues @work on this CPU, recording it in *@cpu if it was queued. */
+bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work, int *cpu)
 {
-	return queue_work(wq, work);
+	int here = get_cpu();
+	bool queued = queue_work_on(here, wq, work);
+
+	if (queued)
+		WRITE_ONCE(*cpu, here);
+	put_cpu();
+	return queued;
 }
 
 /*
- * Queues on the next online CPU after this one, or here on a single-CPU machine. With
- * preemption off the chosen CPU cannot finish going offline before the work is queued
- * (CPU hot-unplug waits for a stop_machine that needs every CPU), and the current CPU is
- * the one whose successor is meant.
+ * Queues @work on the next online CPU after this one, or here on a single-CPU machine,
+ * recording where in *@cpu. An item still pending on this CPU, as *@cpu says, is moved there
+ * (and *@moved set): it was queued to run after what this CPU is doing, and the caller wants
+ * it beside. Cancelling it hands the caller the reference its queueing gave it, so the return
+ * value is the number of references to the owner the caller is left to drop: 0 (its own went
+ * with the item), 1 or 2. With preemption off the chosen CPU cannot finish going offline
+ * before the work is queued (CPU hot-unplug waits for a stop_machine that needs every CPU),
+ * and the current CPU is the one whose successor is meant.
  */
-bool rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work)
+unsigned int rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work,
+				    int *cpu, bool *moved)
 {
-	unsigned int cpu, next;
-	bool queued;
+	unsigned int here, next, left = 0;
 
 	preempt_disable();
-	cpu = smp_processor_id();
-	next = cpumask_next(cpu, cpu_online_mask);
+	here = smp_processor_id();
+	next = cpumask_next(here, cpu_online_mask);
 	if (next >= nr_cpu_ids)
 		next = cpumask_first(cpu_online_mask);
-	if (next >= nr_cpu_ids || next == cpu)
-		queued = queue_work(wq, work);
-	else
-		queued = queue_work_on(next, wq, work);
+	if (next >= nr_cpu_ids)
+		next = here;
+	if (queue_work_on(next, wq, work)) {
+		WRITE_ONCE(*cpu, next);
+		goto out;
+	}
+	left = 1;
+	if (next != here && READ_ONCE(*cpu) == here && cancel_work(work)) {
+		left++;
+		if (queue_work_on(next, wq, work)) {
+			WRITE_ONCE(*cpu, next);
+			*moved = true;
+			left--;
+		}
+	}
+out:
 	preempt_enable();
-	return queued;
+	return left;
 }
 
 /*

@@ -407,10 +407,11 @@ impl Driver for Rrxe {
     }
 
     fn post_send_doorbell(dev: &DeviceOf<Self>, qp: &RrxeQp, user: bool) -> Result {
+        let counters = &dev.data().shared().counters;
         if user {
-            dev.data().shared().counters.send_doorbells.inc();
+            counters.send_doorbells.inc();
         }
-        qp::doorbell(qp)
+        qp::doorbell(qp, counters)
     }
 
     fn post_send(qp: &RrxeQp, wr: &SendWr<'_, RrxeAh>) -> Result {

@@ -29,7 +29,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::mem::{offset_of, ManuallyDrop};
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -130,7 +130,10 @@ pub(crate) enum Place {
     /// On the CPU that fires it, as [`Task::kick`] does.
     Here,
     /// On the next online CPU: the firing CPU is busy with the caller and its application,
-    /// and the two runs can overlap.
+    /// and the two runs can overlap. A work item still pending on the firing CPU is moved
+    /// there too: left behind it would run after the caller's next run (a cut run kicks
+    /// itself here), and two QPs feeding each other would share one CPU for good, as a
+    /// 64 KiB Read's responder and requester did (Documentation/rrxe/benchmarks.rst).
     Beside,
 }
 
@@ -140,8 +143,9 @@ pub(crate) enum Place {
 pub(crate) struct Kick {
     /// `Arc::into_raw` of the owner.
     owner: *const c_void,
-    /// Queues the owner's work item (unless given no place) and consumes the reference.
-    queue: unsafe fn(*const c_void, Option<Place>),
+    /// Queues the owner's work item (unless given no place) and consumes the reference;
+    /// whether the item was moved.
+    queue: unsafe fn(*const c_void, Option<Place>) -> bool,
 }
 
 // SAFETY: the reference is to a `TaskOwner`, which is `Send + Sync`; kicking is allowed in
@@ -149,12 +153,13 @@ pub(crate) struct Kick {
 unsafe impl Send for Kick {}
 
 impl Kick {
-    /// Queues the work item, at `place`.
-    pub(crate) fn fire(self, place: Place) {
+    /// Queues the work item, at `place`; whether it was moved there from this CPU, where it
+    /// was pending (see [`Place::Beside`]).
+    pub(crate) fn fire(self, place: Place) -> bool {
         let this = ManuallyDrop::new(self);
         // SAFETY: `owner` is the reference `deferred` took, consumed here only (`this` is
         // not dropped).
-        unsafe { (this.queue)(this.owner, Some(place)) };
+        unsafe { (this.queue)(this.owner, Some(place)) }
     }
 
     /// Whether `other` kicks the same task.
@@ -222,12 +227,15 @@ impl Kicks {
         self.added += packets.saturating_sub(1);
     }
 
-    /// Fires the batch's kicks at `place`.
-    pub(crate) fn fire(&mut self, place: Place) {
+    /// Fires the batch's kicks at `place`; how many work items were moved there.
+    pub(crate) fn fire(&mut self, place: Place) -> usize {
         self.added = 0;
-        for kick in self.pending.iter_mut().filter_map(Option::take) {
-            kick.fire(place);
-        }
+        self.pending
+            .iter_mut()
+            .filter_map(Option::take)
+            .map(|kick| kick.fire(place))
+            .filter(|&moved| moved)
+            .count()
     }
 }
 
@@ -261,6 +269,9 @@ pub(crate) struct Task<T: TaskOwner> {
     /// taken and returned exactly once per idle-to-armed transition.
     #[pin]
     state: IrqSpinLock<TimerState>,
+    /// The CPU the work item was last queued on (-1 before its first kick): a kick for
+    /// beside moves the item if it is still pending on the kicker's own CPU.
+    cpu: AtomicI32,
     scratch: UnsafeCell<T::Scratch>,
 }
 
@@ -292,6 +303,7 @@ impl<T: HasTask> Task<T> {
                 kernel::c_str!("rrxe_task_timer"),
                 &TIMER_LOCK
             ),
+            cpu: AtomicI32::new(-1),
             scratch: UnsafeCell::new(scratch),
         })
     }
@@ -322,35 +334,41 @@ impl<T: HasTask> Task<T> {
     }
 
     /// Queues the work item of the owner `owner` is a reference to at `place` (nowhere for
-    /// `None`), and drops that reference unless the work item took it.
+    /// `None`), and drops that reference unless the work item took it; whether the item was
+    /// moved from this CPU, where it was pending.
     ///
     /// # Safety
     ///
     /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again.
-    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) {
+    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) -> bool {
         // SAFETY: per the function contract.
         let owner = unsafe { Arc::<T>::from_raw(owner.cast()) };
         let wq = QUEUE.load(Ordering::Acquire);
         let Some(place) = place.filter(|_| !wq.is_null()) else {
-            return;
+            return false;
         };
-        let work = owner.task().work.get();
+        let task = owner.task();
+        let work = task.work.get();
+        let cpu = task.cpu.as_ptr();
         let raw = Arc::into_raw(owner);
+        let mut moved = false;
         // SAFETY: the work item was initialised in `new`; queueing a queued or disabled
         // item does nothing and returns false. The queue lives until module exit, after
         // every device (and so every task owner) is gone. Both places are on the one
         // (per-CPU) workqueue, which keeps a work item from running on two CPUs at once
-        // wherever it was queued.
-        let queued = unsafe {
+        // wherever it was queued. `cpu` is the task's own.
+        let left = unsafe {
             match place {
-                Place::Here => bindings::rrxe_queue_work_on(wq, work),
-                Place::Beside => bindings::rrxe_queue_work_beside(wq, work),
+                Place::Here => u32::from(!bindings::rrxe_queue_work_on(wq, work, cpu)),
+                Place::Beside => bindings::rrxe_queue_work_beside(wq, work, cpu, &mut moved),
             }
         };
-        if !queued {
-            // SAFETY: not handed over: the reference is still ours.
+        for _ in 0..left {
+            // SAFETY: the references left to us: our own if it was not handed over, and
+            // the one a pending item held if it was cancelled to be queued beside.
             drop(unsafe { Arc::from_raw(raw) });
         }
+        moved
     }
 
     /// Has the timer queue the work item `delay_ns` after `now` (a [`now_ns`] reading) at

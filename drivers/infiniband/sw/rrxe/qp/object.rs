@@ -16,6 +16,7 @@ use super::backlog::Backlog;
 use super::outbox::Outbox;
 use super::xrc::{XrcSrqLookup, XrcTarget};
 use crate::ah::RrxeAh;
+use crate::counters::Counters;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
@@ -488,7 +489,8 @@ pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
 }
 
 /// Rings the send doorbell (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
-pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
+/// A run moved beside (see `Place::Beside`) is counted in `counters`.
+pub(crate) fn doorbell(qp: &RrxeQp, counters: &Counters) -> Result {
     let user = {
         let posters = qp.shared.posters.lock();
         if !posters.sends {
@@ -529,7 +531,9 @@ pub(crate) fn doorbell(qp: &RrxeQp) -> Result {
             kicks.fire(Place::Here);
         }
     }
-    Task::deferred(qp.shared.clone()).fire(place);
+    if Task::deferred(qp.shared.clone()).fire(place) {
+        counters.qp_runs_moved.inc();
+    }
     Ok(())
 }
 

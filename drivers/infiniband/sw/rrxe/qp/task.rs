@@ -62,16 +62,18 @@ impl TaskOwner for QpShared {
             (left, deadline, dev)
         };
         // The packets this run looped back are all queued, so their QPs' runs take them in
-        // one go. Those go to the next CPU, to overlap this one, after a run cut short by
-        // its budgets (its next run follows here at once) or one that handed over a batch
-        // worth a wake-up. Otherwise they follow this run here, where this worker takes
-        // them without one (waking an idle vCPU doubled a 2-byte Read's round trip).
+        // one go. Those go to the next CPU (moved there if queued here), to overlap this
+        // one, after a run cut short by its budgets (its next run follows here at once) or
+        // one that handed over a batch worth a wake-up. Otherwise they follow this run here,
+        // where this worker takes them without one (waking an idle vCPU doubled a 2-byte
+        // Read's round trip).
         let place = if left == Left::Cut || outbox.kicks.added() >= OVERLAP_PACKETS {
             Place::Beside
         } else {
             Place::Here
         };
-        outbox.kicks.fire(place);
+        let moved = outbox.kicks.fire(place);
+        dev.counters.qp_runs_moved.add(moved as u64);
         let locked_end = now_ns();
         outbox.deliver(&this.handle, &this.destroyed);
         let mut end = now_ns();
