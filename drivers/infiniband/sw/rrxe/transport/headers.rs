@@ -613,6 +613,13 @@ pub enum ExtHeader {
 }
 
 impl ExtHeader {
+    /// The header's bit in a set of headers (`OpcodeInfo::header_set`, `ExtHeaders::set`).
+    #[inline]
+    #[must_use]
+    pub const fn bit(self) -> u16 {
+        1 << self as u8
+    }
+
     /// Size of the header on the wire, in bytes.
     #[inline]
     #[must_use]

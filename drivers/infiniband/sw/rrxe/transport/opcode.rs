@@ -139,6 +139,11 @@ pub struct OpcodeInfo {
     pub headers: &'static [ExtHeader],
     /// Whether a payload may follow the headers (it may still be empty).
     pub has_payload: bool,
+    /// `headers` as a set ([`ExtHeader::bit`]), computed by the table: every packet built
+    /// or parsed asks which headers its opcode carries.
+    header_set: u16,
+    /// Length of the BTH and `headers`, computed by the table.
+    headers_len: usize,
 }
 
 /// Length of the BTH, the start of every header stack.
@@ -166,7 +171,14 @@ impl OpcodeInfo {
     /// Whether the extended header `kind` is present.
     #[must_use]
     pub const fn has_header(&self, kind: ExtHeader) -> bool {
-        self.header_offset(kind).is_some()
+        self.header_set & kind.bit() != 0
+    }
+
+    /// The extended headers present, as a set of [`ExtHeader::bit`]s.
+    #[inline]
+    #[must_use]
+    pub const fn header_set(&self) -> u16 {
+        self.header_set
     }
 
     /// Offset of the extended header `kind` from the start of the BTH, or
@@ -189,13 +201,7 @@ impl OpcodeInfo {
     /// Length of BTH plus all extended headers: the offset of the payload.
     #[must_use]
     pub const fn header_len(&self) -> usize {
-        let mut len = BTH_LEN;
-        let mut i = 0;
-        while i < self.headers.len() {
-            len += self.headers[i].wire_len();
-            i += 1;
-        }
-        len
+        self.headers_len
     }
 
     /// Whether the packet carries immediate data.
@@ -254,6 +260,14 @@ const fn op(
         // Evaluated at compile time only: a bad entry fails the build.
         None => panic!("opcode table entry with reserved transport bits"),
     };
+    let mut header_set = 0;
+    let mut headers_len = BTH_LEN;
+    let mut i = 0;
+    while i < headers.len() {
+        header_set |= headers[i].bit();
+        headers_len += headers[i].wire_len();
+        i += 1;
+    }
     OpcodeInfo {
         opcode,
         name,
@@ -262,6 +276,8 @@ const fn op(
         position,
         headers,
         has_payload,
+        header_set,
+        headers_len,
     }
 }
 

@@ -170,6 +170,33 @@ impl ExtHeaders {
         }
     }
 
+    /// The headers present, as a set of [`ExtHeader::bit`]s (the CNP reserved block, with
+    /// nothing to carry, is left out).
+    #[must_use]
+    pub const fn set(&self) -> u16 {
+        let present = [
+            (self.rdeth.is_some(), ExtHeader::Rdeth),
+            (self.deth.is_some(), ExtHeader::Deth),
+            (self.xrceth.is_some(), ExtHeader::Xrceth),
+            (self.reth.is_some(), ExtHeader::Reth),
+            (self.feth.is_some(), ExtHeader::Feth),
+            (self.atomic_eth.is_some(), ExtHeader::AtomicEth),
+            (self.aeth.is_some(), ExtHeader::Aeth),
+            (self.atomic_ack_eth.is_some(), ExtHeader::AtomicAckEth),
+            (self.imm_dt.is_some(), ExtHeader::ImmDt),
+            (self.ieth.is_some(), ExtHeader::Ieth),
+        ];
+        let mut set = 0;
+        let mut i = 0;
+        while i < present.len() {
+            if present[i].0 {
+                set |= present[i].1.bit();
+            }
+            i += 1;
+        }
+        set
+    }
+
     fn parse_one(&mut self, kind: ExtHeader, buf: &[u8]) -> Result<(), HeaderError> {
         match kind {
             ExtHeader::Rdeth => self.rdeth = Some(Rdeth::parse(buf)?),
@@ -327,10 +354,14 @@ pub fn parse(buf: &[u8], pmtu: Option<usize>) -> Result<Packet<'_>, PacketError>
 /// on the wire.
 pub fn write_headers(buf: &mut [u8], bth: &Bth, ext: &ExtHeaders) -> Result<usize, PacketError> {
     let info = opcode::lookup(bth.opcode).ok_or(PacketError::UnknownOpcode(bth.opcode))?;
-    for kind in CARRIED_KINDS {
-        if ext.contains(kind) && !info.has_header(kind) {
-            return Err(PacketError::UnexpectedHeader(kind));
-        }
+    let unexpected = ext.set() & !info.header_set();
+    if unexpected != 0 {
+        let kind = CARRIED_KINDS
+            .into_iter()
+            .find(|k| unexpected & k.bit() != 0);
+        return Err(PacketError::UnexpectedHeader(
+            kind.unwrap_or(ExtHeader::CnpReserved),
+        ));
     }
     let header_len = info.header_len();
     if buf.len() < header_len {
