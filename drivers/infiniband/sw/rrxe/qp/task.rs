@@ -161,9 +161,8 @@ impl QpCore {
         let after = self.engine.recv_doorbell_after().unwrap_or(0);
         let unseen = self.rq.want_doorbell(after, producer);
         self.mrs.clear();
-        let stats = self.engine.take_stats();
-        if !stats.is_zero() {
-            dev.counters.add_transport(&stats);
+        if self.engine.has_stats() {
+            dev.counters.add_transport(&self.engine.take_stats());
         }
         if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut

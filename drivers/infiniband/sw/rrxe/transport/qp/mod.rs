@@ -409,6 +409,12 @@ impl Qp {
         None
     }
 
+    /// Whether transport events were counted since the last [`Qp::take_stats`].
+    #[must_use]
+    pub const fn has_stats(&self) -> bool {
+        !self.req.stats.is_zero() || !self.resp.stats.is_zero()
+    }
+
     /// The transport events counted since the last call.
     pub fn take_stats(&mut self) -> QpStats {
         let mut s = self.req.stats.take();
