@@ -4,6 +4,8 @@
 # with the rrxe/rdma_rxe ratio of each figure. `scripts/bench.sh local` (`make bench-local`):
 # the same comparison in one VM, loopback on one device (selftests/rrxe/bench-local.sh);
 # BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount);
+# BENCH_APPEND='ARGS' adds ARGS to its kernel's command line (BENCH_APPEND=idle=poll: vCPUs
+# that poll instead of halting when idle);
 # BENCH_SWEEP=1 (`make bench-sweep`) runs the sizes, QP counts and MTUs there instead.
 # `scripts/bench.sh profile` (`make profile-guest`): perftest in that VM under the guest's perf
 # (selftests/rrxe/profile-local.sh).
@@ -35,6 +37,7 @@ fi
 if [ "${1:-}" = local ]; then
 	icount=()
 	[ -z "${BENCH_ICOUNT:-}" ] || icount=(--icount "$BENCH_ICOUNT")
+	[ -z "${BENCH_APPEND:-}" ] || icount+=(--append "$BENCH_APPEND")
 	exec scripts/vm.sh --variant release --timeout 7200 --out "$out" "${envs[@]}" "${icount[@]}" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/bench-local.sh"
 fi
