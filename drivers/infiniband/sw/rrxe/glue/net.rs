@@ -319,13 +319,7 @@ pub(crate) trait RxHandler: Send + Sync + 'static {
     /// Adds the kicks of the tasks that are to take them to `kicks`, once a task with the
     /// number of its packets ([`Kicks::add_for`]). As [`RxHandler::receive`], in the
     /// caller's context.
-    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks) {
-        for pkt in pkts.iter_mut().filter_map(Option::take) {
-            if let Some(kick) = self.receive(pkt) {
-                kicks.add(kick);
-            }
-        }
-    }
+    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks);
 }
 
 /// What holds a received packet's bytes.
@@ -1199,8 +1193,9 @@ fn in_place(
     check_looped_back(path, len)?;
     let bytes = buf.get(..len).ok_or(EINVAL)?;
     let Some(mut packet) = pool.take(buf.len()) else {
+        let pkt = looped_back(netdev, path, bytes)?;
         pool.allocated.fetch_add(1, Ordering::Relaxed);
-        return looped_back(netdev, path, bytes);
+        return Ok(pkt);
     };
     core::mem::swap(buf, &mut packet);
     let payload = NonNull::from(&packet[..]).cast::<u8>();
