@@ -48,6 +48,7 @@ struct hrtimer;
 void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
 struct workqueue_struct;
 struct workqueue_struct *rrxe_alloc_task_queue(void);
+void rrxe_wait_briefly(void);
 bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work, int *cpu);
 unsigned int rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work,
 				    int *cpu, bool *moved);

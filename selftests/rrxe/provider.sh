@@ -207,6 +207,17 @@ else
 	check "ib_read_bw -s 65536 -n 200: a requester's run queued on its responder's vCPU is moved to the other (once at least)" \
 		moved stock lrd ib_read_bw -s 65536 -n 200 -F -p 18821
 	echo "# $rung"
+	# A run that loops a few packets back to an idle QP makes that QP's run itself, at once
+	# (Place::Now in glue/task.rs; qp_runs_now), where it queued it to follow on its CPU:
+	# the 2-byte Write's responder writes the data without waiting for a work item.
+	# 1,000 Writes in a ping-pong: a debug boot made 999 of their responders' runs at once.
+	ran_now() { # VIA NAME PROG ARGS...: pp through VIA made a run at once for most messages
+		counted qp_runs_now "runs made at once" qp_task_runs "runs" "$@" &&
+			[ $((d1 * 2)) -ge 1000 ]
+	}
+	check "ib_write_lat -s 2 -n 500: the responder's run is made at once in the requester's (for 500 of the 1,000 Writes at least)" \
+		ran_now stock nlat ib_write_lat -s 2 -n 500 -F -p 18822
+	echo "# $rung"
 fi
 
 device_down

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 15;
+const WORK_COUNTERS: usize = 16;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -103,6 +103,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("loopback_handovers"),
     c_str!("loopback_buffers_allocated"),
     c_str!("qp_runs_moved"),
+    c_str!("qp_runs_now"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -212,6 +213,9 @@ pub(crate) struct Counters {
     /// QP runs moved to the CPU beside the one kicking them, where they were pending
     /// (`Place::Beside`): a stream's two QPs kept from sharing one CPU.
     pub(crate) qp_runs_moved: Counter,
+    /// QP runs made at once in the run that looped packets back to them (`Place::Now`)
+    /// rather than queued to follow it on its CPU.
+    pub(crate) qp_runs_now: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -331,6 +335,7 @@ impl Counters {
             self.loopback_handovers.get(),
             loopback_buffers,
             self.qp_runs_moved.get(),
+            self.qp_runs_now.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

@@ -3,6 +3,7 @@
  * Forwards for static inline kernel functions the Rust glue calls (see include/rrxe_shim.h).
  */
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/if_vlan.h>
 #include <linux/moduleparam.h>
@@ -227,6 +228,12 @@ void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
 struct workqueue_struct *rrxe_alloc_task_queue(void)
 {
 	return alloc_workqueue("rrxe", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+}
+
+/* Sleeps a moment, for a wait on another thread's short work (process context). */
+void rrxe_wait_briefly(void)
+{
+	usleep_range(10, 50);
 }
 
 /* Queues @work on this CPU, recording it in *@cpu if it was queued. */

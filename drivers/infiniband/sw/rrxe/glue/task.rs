@@ -29,7 +29,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::mem::{offset_of, ManuallyDrop};
 use core::ptr;
-use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -39,8 +39,17 @@ pub(crate) trait TaskOwner: Send + Sync + Sized + 'static {
     /// Space only the task's run uses (buffers it keeps between runs).
     type Scratch: Send;
 
-    /// Runs the object's pending work (process context, never concurrently with itself).
-    fn run(this: &Arc<Self>, scratch: &mut Self::Scratch);
+    /// Runs the object's pending work (process context, never concurrently with itself):
+    /// the work item's run, or, `now`, one made in the context of a run that kicked it
+    /// ([`Place::Now`]).
+    fn run(this: &Arc<Self>, scratch: &mut Self::Scratch, now: bool);
+
+    /// Whether a kick may run the task in the kicker's context ([`Place::Now`]). Only for
+    /// owners whose runs never shut their own task down (a run made there cannot be told
+    /// from another thread's, and [`Task::shutdown`] waits for it).
+    fn runs_now(&self) -> bool {
+        false
+    }
 }
 
 /// Where an object's [`Task`] lives.
@@ -135,7 +144,18 @@ pub(crate) enum Place {
     /// itself here), and two QPs feeding each other would share one CPU for good, as a
     /// 64 KiB Read's responder and requester did (Documentation/rrxe/benchmarks.rst).
     Beside,
+    /// At once, in the firing context, if the task is idle and its owner allows it
+    /// ([`TaskOwner::runs_now`]); [`Place::Here`] otherwise. Only from a work item's run
+    /// ([`TaskOwner::run`] not `now`), with no lock held, so that runs nest one deep.
+    Now,
 }
+
+/// [`Task`]'s run state: a run (the work item's or one made [`Place::Now`]) is going on.
+const RUNNING: u32 = 1 << 0;
+/// The work item found a run made now going on: that run's end queues it again.
+const AGAIN: u32 = 1 << 1;
+/// [`Task::shutdown`] began: no run starts.
+const SHUT: u32 = 1 << 2;
 
 /// A [`Task::kick`] put off until the caller decides where and when: it owns a reference to
 /// the task's owner, and queues the work item when fired, or here when dropped unfired, so a
@@ -144,8 +164,28 @@ pub(crate) struct Kick {
     /// `Arc::into_raw` of the owner.
     owner: *const c_void,
     /// Queues the owner's work item (unless given no place) and consumes the reference;
-    /// whether the item was moved.
-    queue: unsafe fn(*const c_void, Option<Place>) -> bool,
+    /// what it did.
+    queue: unsafe fn(*const c_void, Option<Place>) -> Fired,
+}
+
+/// What firing a [`Kick`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fired {
+    /// Queued the work item (or found it queued, or the task shut down).
+    Queued,
+    /// Moved the work item, pending on this CPU, to the next ([`Place::Beside`]).
+    Moved,
+    /// Made the run at once ([`Place::Now`]).
+    Ran,
+}
+
+/// What firing a batch of [`Kicks`] did, besides queueing work items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FiredCount {
+    /// Work items moved to the next CPU ([`Fired::Moved`]).
+    pub(crate) moved: u64,
+    /// Runs made at once ([`Fired::Ran`]).
+    pub(crate) ran: u64,
 }
 
 // SAFETY: the reference is to a `TaskOwner`, which is `Send + Sync`; kicking is allowed in
@@ -153,9 +193,8 @@ pub(crate) struct Kick {
 unsafe impl Send for Kick {}
 
 impl Kick {
-    /// Queues the work item, at `place`; whether it was moved there from this CPU, where it
-    /// was pending (see [`Place::Beside`]).
-    pub(crate) fn fire(self, place: Place) -> bool {
+    /// Queues the work item at `place` (or runs it, [`Place::Now`]).
+    pub(crate) fn fire(self, place: Place) -> Fired {
         let this = ManuallyDrop::new(self);
         // SAFETY: `owner` is the reference `deferred` took, consumed here only (`this` is
         // not dropped).
@@ -227,15 +266,18 @@ impl Kicks {
         self.added += packets.saturating_sub(1);
     }
 
-    /// Fires the batch's kicks at `place`; how many work items were moved there.
-    pub(crate) fn fire(&mut self, place: Place) -> usize {
+    /// Fires the batch's kicks at `place`.
+    pub(crate) fn fire(&mut self, place: Place) -> FiredCount {
         self.added = 0;
-        self.pending
-            .iter_mut()
-            .filter_map(Option::take)
-            .map(|kick| kick.fire(place))
-            .filter(|&moved| moved)
-            .count()
+        let mut count = FiredCount::default();
+        for kick in self.pending.iter_mut().filter_map(Option::take) {
+            match kick.fire(place) {
+                Fired::Queued => {}
+                Fired::Moved => count.moved += 1,
+                Fired::Ran => count.ran += 1,
+            }
+        }
+        count
     }
 }
 
@@ -272,6 +314,9 @@ pub(crate) struct Task<T: TaskOwner> {
     /// The CPU the work item was last queued on (-1 before its first kick): a kick for
     /// beside moves the item if it is still pending on the kicker's own CPU.
     cpu: AtomicI32,
+    /// [`RUNNING`], [`AGAIN`] and [`SHUT`]: which of the work item and a run made
+    /// [`Place::Now`] has the scratch.
+    runs: AtomicU32,
     scratch: UnsafeCell<T::Scratch>,
 }
 
@@ -304,6 +349,7 @@ impl<T: HasTask> Task<T> {
                 &TIMER_LOCK
             ),
             cpu: AtomicI32::new(-1),
+            runs: AtomicU32::new(0),
             scratch: UnsafeCell::new(scratch),
         })
     }
@@ -334,19 +380,25 @@ impl<T: HasTask> Task<T> {
     }
 
     /// Queues the work item of the owner `owner` is a reference to at `place` (nowhere for
-    /// `None`), and drops that reference unless the work item took it; whether the item was
-    /// moved from this CPU, where it was pending.
+    /// `None`), or runs it now ([`Place::Now`]), and drops that reference unless the work
+    /// item took it; what it did.
     ///
     /// # Safety
     ///
     /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again.
-    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) -> bool {
+    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) -> Fired {
         // SAFETY: per the function contract.
         let owner = unsafe { Arc::<T>::from_raw(owner.cast()) };
         let wq = QUEUE.load(Ordering::Acquire);
-        let Some(place) = place.filter(|_| !wq.is_null()) else {
-            return false;
+        let Some(mut place) = place.filter(|_| !wq.is_null()) else {
+            return Fired::Queued;
         };
+        if place == Place::Now {
+            if Self::run_now(&owner) {
+                return Fired::Ran;
+            }
+            place = Place::Here;
+        }
         let task = owner.task();
         let work = task.work.get();
         let cpu = task.cpu.as_ptr();
@@ -359,7 +411,7 @@ impl<T: HasTask> Task<T> {
         // wherever it was queued. `cpu` is the task's own.
         let left = unsafe {
             match place {
-                Place::Here => u32::from(!bindings::rrxe_queue_work_on(wq, work, cpu)),
+                Place::Here | Place::Now => u32::from(!bindings::rrxe_queue_work_on(wq, work, cpu)),
                 Place::Beside => bindings::rrxe_queue_work_beside(wq, work, cpu, &mut moved),
             }
         };
@@ -368,7 +420,34 @@ impl<T: HasTask> Task<T> {
             // the one a pending item held if it was cancelled to be queued beside.
             drop(unsafe { Arc::from_raw(raw) });
         }
-        moved
+        if moved {
+            Fired::Moved
+        } else {
+            Fired::Queued
+        }
+    }
+
+    /// Runs the task in this context, if its owner allows it and no run is going on;
+    /// whether it did. A work item queued meanwhile that found this run going on is queued
+    /// again at its end.
+    fn run_now(owner: &Arc<T>) -> bool {
+        let task = owner.task();
+        if !owner.runs_now()
+            || task
+                .runs
+                .compare_exchange(0, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        // SAFETY: `RUNNING`, taken above, keeps every other run (the work item's or one
+        // made now) from the scratch until it is released below.
+        let scratch = unsafe { &mut *task.scratch.get() };
+        T::run(owner, scratch, true);
+        if task.runs.fetch_and(SHUT, Ordering::Release) & AGAIN != 0 {
+            Self::kick(owner);
+        }
+        true
     }
 
     /// Has the timer queue the work item `delay_ns` after `now` (a [`now_ns`] reading) at
@@ -414,6 +493,7 @@ impl<T: HasTask> Task<T> {
             }
             state.shut = true;
         }
+        self.runs.fetch_or(SHUT, Ordering::AcqRel);
         // The timer first: its callback queues the work item.
         // SAFETY: the timer was initialised in `new`; process context, not the timer's own
         // callback (which only kicks). Waits for a running callback; nothing arms it again.
@@ -439,6 +519,11 @@ impl<T: HasTask> Task<T> {
             // SAFETY: the work item was queued, so it held the reference `kick` gave it.
             drop(unsafe { Arc::from_raw(self.owner_ptr()) });
         }
+        // A run made now on another thread (the work item's own is over, or is this one).
+        while !own && self.runs.load(Ordering::Acquire) & RUNNING != 0 {
+            // SAFETY: process context.
+            unsafe { bindings::rrxe_wait_briefly() };
+        }
     }
 
     /// # Safety
@@ -451,10 +536,29 @@ impl<T: HasTask> Task<T> {
             let task = &*work.byte_sub(offset_of!(Self, work)).cast::<Self>();
             (task, Arc::from_raw(task.owner_ptr()))
         };
-        // SAFETY: a work item never runs concurrently with itself, and only this function
-        // reaches the scratch.
+        let mut runs = task.runs.load(Ordering::Relaxed);
+        loop {
+            let next = match runs {
+                0 => RUNNING,
+                // Shut down meanwhile: nothing more runs.
+                r if r & SHUT != 0 => return,
+                // A run made now has the scratch: its end queues this item again.
+                r => r | AGAIN,
+            };
+            match task
+                .runs
+                .compare_exchange(runs, next, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) if next == RUNNING => break,
+                Ok(_) => return,
+                Err(r) => runs = r,
+            }
+        }
+        // SAFETY: a work item never runs concurrently with itself, and `RUNNING`, taken
+        // above, keeps a run made now from the scratch until it is released below.
         let scratch = unsafe { &mut *task.scratch.get() };
-        T::run(&owner, scratch);
+        T::run(&owner, scratch, false);
+        task.runs.fetch_and(SHUT, Ordering::Release);
     }
 
     /// # Safety

@@ -27,7 +27,7 @@ use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::glue::table::IndexTable;
-use crate::glue::task::{impl_has_task, now_ns, Kick, Kicks, Place, Task};
+use crate::glue::task::{impl_has_task, now_ns, Fired, Kick, Kicks, Place, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::{MrCache, QpMemory};
 use crate::params;
@@ -91,6 +91,8 @@ pub(crate) struct QpShared {
     /// Whether the QP is connected (RC, UC, XRC): its doorbell leaves the send queue to
     /// the task and so never waits for the QP's mutex.
     connected: bool,
+    /// Whether a user (a process, through uverbs) is the QP's consumer.
+    pub(super) user: bool,
     /// The responder's MSN as the task last left it, stored after each packet the task
     /// takes in, so that a doorbell reads it without the QP's mutex.
     pub(super) msn: AtomicU32,
@@ -377,6 +379,7 @@ pub(crate) fn create(
         max_recv_wr: recv_wr,
         max_recv_sge: recv_sge,
     };
+    let user = udata.is_some();
     let (sq_poster, rq_poster) = match udata {
         Some(udata) => {
             let sq_mi = sq.mmap_info().unwrap_or_default();
@@ -449,6 +452,7 @@ pub(crate) fn create(
             ),
             destroyed: AtomicBool::new(false),
             connected,
+            user,
             msn: AtomicU32::new(0),
             doorbell_msn: AtomicU32::new(0),
             handle,
@@ -531,7 +535,7 @@ pub(crate) fn doorbell(qp: &RrxeQp, counters: &Counters) -> Result {
             kicks.fire(Place::Here);
         }
     }
-    if Task::deferred(qp.shared.clone()).fire(place) {
+    if Task::deferred(qp.shared.clone()).fire(place) == Fired::Moved {
         counters.qp_runs_moved.inc();
     }
     Ok(())

@@ -45,7 +45,11 @@ const OVERLAP_PACKETS: usize = 16;
 impl TaskOwner for QpShared {
     type Scratch = Outbox;
 
-    fn run(this: &Arc<Self>, outbox: &mut Outbox) {
+    fn runs_now(&self) -> bool {
+        self.user
+    }
+
+    fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool) {
         let start = now_ns();
         let (left, deadline, dev) = {
             let mut guard = this.core.lock();
@@ -69,11 +73,14 @@ impl TaskOwner for QpShared {
         // Read's round trip).
         let place = if left == Left::Cut || outbox.kicks.added() >= OVERLAP_PACKETS {
             Place::Beside
-        } else {
+        } else if now {
             Place::Here
+        } else {
+            Place::Now
         };
-        let moved = outbox.kicks.fire(place);
-        dev.counters.qp_runs_moved.add(moved as u64);
+        let fired = outbox.kicks.fire(place);
+        dev.counters.qp_runs_moved.add(fired.moved);
+        dev.counters.qp_runs_now.add(fired.ran);
         let locked_end = now_ns();
         outbox.deliver(&this.handle, &this.destroyed);
         let mut end = now_ns();
