@@ -185,36 +185,57 @@ pub(crate) fn req_notify(cq: &RrxeCq, solicited_only: bool, report_missed: bool)
 /// it. A full CQ loses the completion and reports a CQ error (IBA 11.4.2.1: overrun). Calls
 /// the CQ's consumer: must not be called with a QP's lock held.
 pub(crate) fn post(cq: &CqShared, qp: &QpHandle, wc: &WcFields, solicited: bool) {
-    let (overrun, fire) = {
-        let mut ring = cq.ring.lock();
-        let producer = ring.producer;
-        let next = ring.queue.next(producer);
-        if next == ring.queue.consumer() {
-            (true, false)
-        } else {
-            if ring.user {
-                ring.queue.write_slot(producer, &wc.to_user());
-            } else {
-                ring.queue.write_slot(producer, &wc.to_kernel(qp));
-            }
-            ring.producer = next;
-            ring.queue.set_producer(next);
-            // IBA 11.4.2.2: a solicited-only request fires on a solicited or failed
-            // completion.
-            let fire = match ring.armed {
-                Armed::Next => true,
-                Armed::Solicited => solicited || wc.status != 0,
-                Armed::Not => false,
-            };
-            if fire {
-                ring.armed = Armed::Not;
-            }
-            (false, fire)
-        }
+    notify(cq, write(cq, qp, wc, solicited));
+}
+
+/// What a completion written by [`write`] owes the CQ's consumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// Nothing.
+    Quiet,
+    /// The completion event, which was armed for it (IBA 11.4.2.2).
+    Completion,
+    /// The CQ error: the CQ was full and lost the completion (IBA 11.4.2.1).
+    Overrun,
+}
+
+/// Writes a completion of `qp` into `cq`, where a poller sees it at once, and disarms the
+/// completion event if it fires; returns what the consumer is owed, for [`notify`]. Calls
+/// no consumer: may be called with a QP's lock held.
+pub(crate) fn write(cq: &CqShared, qp: &QpHandle, wc: &WcFields, solicited: bool) -> Notice {
+    let mut ring = cq.ring.lock();
+    let producer = ring.producer;
+    let next = ring.queue.next(producer);
+    if next == ring.queue.consumer() {
+        return Notice::Overrun;
+    }
+    if ring.user {
+        ring.queue.write_slot(producer, &wc.to_user());
+    } else {
+        ring.queue.write_slot(producer, &wc.to_kernel(qp));
+    }
+    ring.producer = next;
+    ring.queue.set_producer(next);
+    // IBA 11.4.2.2: a solicited-only request fires on a solicited or failed completion.
+    let fire = match ring.armed {
+        Armed::Next => true,
+        Armed::Solicited => solicited || wc.status != 0,
+        Armed::Not => false,
     };
-    if overrun {
-        cq.handle.error_event();
-    } else if fire {
-        cq.handle.completion_event();
+    if fire {
+        ring.armed = Armed::Not;
+        Notice::Completion
+    } else {
+        Notice::Quiet
+    }
+}
+
+/// Gives the CQ's consumer what [`write`] said it is owed. Must not be called with a QP's
+/// lock held.
+pub(crate) fn notify(cq: &CqShared, notice: Notice) {
+    match notice {
+        Notice::Quiet => {}
+        Notice::Completion => cq.handle.completion_event(),
+        Notice::Overrun => cq.handle.error_event(),
     }
 }

@@ -4,7 +4,9 @@
 //! its own handler and its SRQ's. The task collects them while it holds the QP's lock and
 //! delivers them after letting go of it, since a consumer's handler may post to, modify or
 //! destroy the very QP (IBA 11.6.2 lets event handlers act on the QP; kernel ULPs tear
-//! down from completion handlers).
+//! down from completion handlers). A user QP's completions are the exception: they are
+//! written into their CQs at once (a poller sees them before the run goes on to build its
+//! ACK), and only the CQ's event, if one fires, waits for delivery.
 
 use crate::cq::{self, CqShared};
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
@@ -32,6 +34,8 @@ pub(crate) enum Queue {
 enum Delivery {
     /// A work completion, and whether it is solicited (IBA 11.4.2.2).
     Completion(Queue, WcFields, bool),
+    /// What a completion written at once owes the consumer of the CQ of the queue.
+    Notice(Queue, cq::Notice),
     /// An event for the QP's handler.
     Event(QpEvent),
     /// The SRQ's limit event.
@@ -51,6 +55,8 @@ pub(crate) struct Outbox {
     send_cq: Option<Arc<CqShared>>,
     recv_cq: Option<Arc<CqShared>>,
     srq: Option<Arc<SrqShared>>,
+    /// Completions are written into their CQs at once ([`Outbox::completion`]).
+    at_once: bool,
     /// The QPs this run looped packets back to, kicked once the QP's lock is released.
     pub(crate) kicks: Kicks,
 }
@@ -69,20 +75,37 @@ impl Outbox {
             send_cq: None,
             recv_cq: None,
             srq: None,
+            at_once: false,
             kicks: Kicks::new(),
         })
     }
 
-    /// Starts a run for a QP with these CQs (none for an XRC target) and SRQ.
+    /// Starts a run for a QP with these CQs (none for an XRC target) and SRQ; `at_once`
+    /// for a user QP, whose completions are written into the CQs at once: its consumer is
+    /// uverbs, whose CQ event handler only queues the event and wakes a reader.
     pub(crate) fn begin(
         &mut self,
         send_cq: Option<&Arc<CqShared>>,
         recv_cq: Option<&Arc<CqShared>>,
         srq: Option<&Arc<SrqShared>>,
+        at_once: bool,
     ) {
         self.send_cq = send_cq.cloned();
         self.recv_cq = recv_cq.cloned();
         self.srq = srq.cloned();
+        self.at_once = at_once;
+    }
+
+    /// The CQ of `queue`, of the CQs `begin` was given.
+    fn cq<'a>(
+        send_cq: &'a Option<Arc<CqShared>>,
+        recv_cq: &'a Option<Arc<CqShared>>,
+        queue: Queue,
+    ) -> Option<&'a CqShared> {
+        match queue {
+            Queue::Send => send_cq.as_deref(),
+            Queue::Recv => recv_cq.as_deref(),
+        }
     }
 
     /// Free places.
@@ -98,9 +121,29 @@ impl Outbox {
         }
     }
 
-    /// Owes a completion to the CQ of `queue`.
-    pub(crate) fn completion(&mut self, queue: Queue, wc: WcFields, solicited: bool) {
-        self.push(Delivery::Completion(queue, wc, solicited));
+    /// Owes a completion of `qp` to the CQ of `queue`, or, [`Outbox::begin`] said at once,
+    /// writes it there now and owes only the CQ's event, if it fires one. The caller holds
+    /// the QP's mutex. A completion written at once is in its CQ before a destroy of the
+    /// QP returns (destroy waits for the run), as if it had come just before the destroy:
+    /// the QP's `destroyed` holds back only what is delivered.
+    pub(crate) fn completion(
+        &mut self,
+        qp: &QpHandle,
+        queue: Queue,
+        wc: WcFields,
+        solicited: bool,
+    ) {
+        if !self.at_once {
+            self.push(Delivery::Completion(queue, wc, solicited));
+            return;
+        }
+        let Some(cq) = Self::cq(&self.send_cq, &self.recv_cq, queue) else {
+            return;
+        };
+        let notice = cq::write(cq, qp, &wc, solicited);
+        if notice != cq::Notice::Quiet {
+            self.push(Delivery::Notice(queue, notice));
+        }
     }
 
     /// Owes the QP's handler an event.
@@ -134,12 +177,13 @@ impl Outbox {
             }
             match d {
                 Delivery::Completion(queue, wc, solicited) => {
-                    let cq = match queue {
-                        Queue::Send => self.send_cq.as_deref(),
-                        Queue::Recv => self.recv_cq.as_deref(),
-                    };
-                    if let Some(cq) = cq {
+                    if let Some(cq) = Self::cq(&self.send_cq, &self.recv_cq, queue) {
                         cq::post(cq, qp, &wc, solicited);
+                    }
+                }
+                Delivery::Notice(queue, notice) => {
+                    if let Some(cq) = Self::cq(&self.send_cq, &self.recv_cq, queue) {
+                        cq::notify(cq, notice);
                     }
                 }
                 Delivery::Event(event) => qp.dispatch_event(event),

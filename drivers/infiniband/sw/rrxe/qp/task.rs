@@ -58,7 +58,12 @@ impl TaskOwner for QpShared {
             };
             // The run's own reference: the counters are added to after the mutex is released.
             let dev = core.dev.clone();
-            outbox.begin(core.send_cq.as_ref(), core.recv_cq.as_ref(), srq_of(core));
+            outbox.begin(
+                core.send_cq.as_ref(),
+                core.recv_cq.as_ref(),
+                srq_of(core),
+                this.user,
+            );
             let left = core.step(&dev, this, outbox);
             let deadline = core.engine.poll_timeout();
             let counters = &dev.counters;
@@ -248,7 +253,7 @@ impl QpCore {
                     // The SRQ was destroyed with its WQEs: no CQ wants the completion.
                     None => self.dev.counters.xrc_completions_dropped.inc(),
                 },
-                _ => outbox.completion(queue, wc, solicited),
+                _ => outbox.completion(qp, queue, wc, solicited),
             }
         }
         while let Some(e) = self.engine.poll_event() {
