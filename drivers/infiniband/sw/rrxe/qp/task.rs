@@ -242,7 +242,7 @@ impl QpCore {
     /// Moves the engine's completions and events into the outbox (and the SRQ's limit
     /// event, if taking a WQE owed it), as far as there is room.
     fn collect(&mut self, qp: &QpHandle, outbox: &mut Outbox, ud: bool, network_v4: Option<bool>) {
-        while outbox.room() > 1 {
+        while outbox.room() > 1 && self.engine.has_completions() {
             let Some(c) = self.io(None, |engine, io, _| engine.poll_completion(io)) else {
                 break;
             };

@@ -343,18 +343,34 @@ impl Requester {
     /// ring is full; the next call resumes. Returns whether it completed the
     /// WQE a halted requester waited on (see `Requester::fail_local`): the
     /// QP's local error now applies.
+    #[inline]
     pub(super) fn retire(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) -> bool {
+        // Every packet built or taken in asks: most find the oldest WQE unfinished.
+        if !flush && !self.has_finished() {
+            return false;
+        }
+        self.retire_finished(io, out, flush)
+    }
+
+    /// Whether the oldest WQE in flight is finished, and so retires next.
+    pub(super) fn has_finished(&self) -> bool {
+        self.len > 0 && self.slot(0).done.is_some()
+    }
+
+    /// [`Self::retire`] once there may be something to retire.
+    fn retire_finished(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) -> bool {
         while self.len > 0 && !out.completions.is_full() {
-            let slot = *self.slot(0);
+            let slot = self.slot(0);
             let status = match slot.done {
                 Some(status) => status,
                 None if flush => WcStatus::WrFlushErr,
                 None => break,
             };
             if status != WcStatus::Success || slot.wqe.flags.contains(SendFlags::SIGNALED) {
-                let _ = out.completions.push(send_completion(&slot, status));
+                let _ = out.completions.push(send_completion(slot, status));
             }
-            io.sq.retire(slot.index);
+            let index = slot.index;
+            io.sq.retire(index);
             self.head = (self.head + 1) % super::requester::MAX_INFLIGHT_WQES;
             self.len -= 1;
             if status != WcStatus::Success && self.halted && !flush {

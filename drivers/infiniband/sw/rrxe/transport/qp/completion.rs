@@ -176,6 +176,10 @@ impl<T: Copy, const N: usize> Ring<T, N> {
         self.len == N
     }
 
+    pub(super) const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     #[cfg(test)]
     pub(super) const fn len(&self) -> usize {
         self.len

@@ -346,10 +346,12 @@ impl Qp {
         }
         for _ in 0..2 {
             self.responder_turn = !self.responder_turn;
-            let result = if self.responder_turn {
+            let result = if !self.responder_turn {
+                self.req.poll_transmit(now, buf, &self.ctx, io)
+            } else if self.resp.has_output() {
                 self.resp.poll_transmit(buf, &self.ctx, io)
             } else {
-                self.req.poll_transmit(now, buf, &self.ctx, io)
+                Ok(None)
             };
             match result {
                 Ok(Some(t)) => {
@@ -393,6 +395,17 @@ impl Qp {
         let result = self.req.handle_timeout(now, &self.ctx);
         self.apply(now, result, io);
         self.retire(io);
+    }
+
+    /// Whether [`Qp::poll_completion`] may have work: false means it would return `None`
+    /// and change nothing, so a caller that polls after every packet can skip building its
+    /// [`Io`] (most packets of a stream complete nothing).
+    #[must_use]
+    pub fn has_completions(&self) -> bool {
+        !self.out.completions.is_empty()
+            || self.req.has_finished()
+            || matches!(self.ctx.state, QpState::Err | QpState::Sqe)
+            || (self.ctx.state == QpState::Sqd && !self.req.drained_reported)
     }
 
     /// The next work completion, in order per queue.

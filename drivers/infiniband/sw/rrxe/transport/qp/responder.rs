@@ -1014,6 +1014,14 @@ impl Responder {
         let _ = out.completions.push(c);
     }
 
+    /// Whether [`Self::poll_transmit`] may have a packet (a response, a NAK or
+    /// an ACK). Most calls find nothing: a requester's stream asks at every
+    /// packet it sends.
+    #[inline]
+    pub(super) fn has_output(&self) -> bool {
+        self.responses_owed || self.ack_pending || self.nak.is_some()
+    }
+
     /// The next response packet: owed Read responses and atomic ACKs in
     /// PSN order, then a NAK or the (coalesced) ACK.
     pub(super) fn poll_transmit(
@@ -1022,7 +1030,7 @@ impl Responder {
         attrs: &QpContext,
         io: &mut Io<'_>,
     ) -> Result<Option<Transmit>, Fault> {
-        if attrs.service() != Service::Rc {
+        if !self.has_output() || attrs.service() != Service::Rc {
             return Ok(None);
         }
         let in_error = attrs.state == QpState::Err;

@@ -339,6 +339,9 @@ pub struct Node {
     pub events: Vec<AsyncEvent>,
     /// Transport events counted so far.
     pub stats: QpStats,
+    /// Whether each drain checks that [`Qp::has_completions`] saying no means no
+    /// completion (off where instructions are counted, `cost.rs`).
+    pub check_has_completions: bool,
     next_recv_id: u32,
 }
 
@@ -353,6 +356,7 @@ impl Node {
             completions: Vec::new(),
             events: Vec::new(),
             stats: QpStats::ZERO,
+            check_has_completions: true,
             next_recv_id: 0,
         }
     }
@@ -423,8 +427,19 @@ impl Node {
     }
 
     fn drain(&mut self) {
-        while let Some(c) = self.with(|qp, io| qp.poll_completion(io)) {
-            self.completions.push(c);
+        // As the kernel's task polls: only while the QP says it may have completions. Every
+        // scenario checks that one saying no has none.
+        while self.qp.has_completions() {
+            match self.with(|qp, io| qp.poll_completion(io)) {
+                Some(c) => self.completions.push(c),
+                None => break,
+            }
+        }
+        if self.check_has_completions {
+            assert!(
+                self.with(|qp, io| qp.poll_completion(io)).is_none(),
+                "a QP without completions by has_completions had one"
+            );
         }
         while let Some(e) = self.qp.poll_event() {
             self.events.push(e);
