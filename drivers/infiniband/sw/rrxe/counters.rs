@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 16;
+const WORK_COUNTERS: usize = 17;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -104,6 +104,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("loopback_buffers_allocated"),
     c_str!("qp_runs_moved"),
     c_str!("qp_runs_now"),
+    c_str!("qp_answers_beside"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -216,6 +217,9 @@ pub(crate) struct Counters {
     /// QP runs made at once in the run that looped packets back to them (`Place::Now`)
     /// rather than queued to follow it on its CPU.
     pub(crate) qp_runs_now: Counter,
+    /// Runs queued on the next CPU for sends a run found posted at its last look at the
+    /// ring, after it took in messages: likely answers, whose poster is on another CPU.
+    pub(crate) qp_answers_beside: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -336,6 +340,7 @@ impl Counters {
             loopback_buffers,
             self.qp_runs_moved.get(),
             self.qp_runs_now.get(),
+            self.qp_answers_beside.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

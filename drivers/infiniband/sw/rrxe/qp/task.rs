@@ -111,6 +111,7 @@ impl TaskOwner for QpShared {
             // while a run is going (uverbs-abi.rst): its 2-byte Write latency went from 27.6
             // to 24.9 us (Documentation/rrxe/benchmarks.rst).
             Left::Answered => {
+                counters.qp_answers_beside.inc();
                 if Task::deferred(this.clone()).fire(Place::Beside) == Fired::Moved {
                     counters.qp_runs_moved.inc();
                 }
