@@ -76,9 +76,10 @@ impl TaskOwner for QpShared {
         // The packets this run looped back are all queued, so their QPs' runs take them in
         // one go. Those go to the next CPU (moved there if queued here), to overlap this
         // one, after a run cut short by its budgets (its next run follows here at once) or
-        // one that handed over a batch worth a wake-up. Otherwise they follow this run here,
-        // where this worker takes them without one (waking an idle vCPU doubled a 2-byte
-        // Read's round trip).
+        // one that handed over a batch worth a wake-up. Otherwise they stay on this CPU
+        // (waking an idle vCPU doubled a 2-byte Read's round trip): a work item's run makes
+        // their runs itself, at once (a queued run waited for the end of this one); a run
+        // made so queues them to follow it, so that runs nest one deep.
         let place = if left == Left::Cut || outbox.kicks.added() >= OVERLAP_PACKETS {
             Place::Beside
         } else if now {
