@@ -112,6 +112,7 @@ pub(crate) mod send_flag {
 }
 
 /// The native-endian `u32` at `at`.
+#[inline]
 pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut v = [0; 4];
     v.copy_from_slice(&b[at..at + 4]);
@@ -119,6 +120,7 @@ pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// The native-endian `u64` at `at`.
+#[inline]
 pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut v = [0; 8];
     v.copy_from_slice(&b[at..at + 8]);
@@ -126,6 +128,7 @@ pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// The `struct rxe_sge` at `at`.
+#[inline]
 pub(crate) fn sge_at(b: &[u8], at: usize) -> Sge {
     Sge {
         addr: u64_at(b, at),
@@ -135,16 +138,19 @@ pub(crate) fn sge_at(b: &[u8], at: usize) -> Sge {
 }
 
 /// Writes `v` at `at`.
+#[inline]
 pub(crate) fn put_u32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
 /// Writes `v` at `at`.
+#[inline]
 pub(crate) fn put_u64(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
 }
 
 /// Writes `sge` at `at`.
+#[inline]
 pub(crate) fn put_sge(b: &mut [u8], at: usize, sge: Sge) {
     put_u64(b, at, sge.addr);
     put_u32(b, at + 8, sge.len);

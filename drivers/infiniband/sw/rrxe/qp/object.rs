@@ -144,6 +144,27 @@ pub(super) struct QpCore {
     pub(super) mrs: MrCache,
 }
 
+/// Where a run's (or a doorbell's) time went, in ns, added to the device's counters once
+/// at its end rather than packet by packet.
+#[derive(Default)]
+pub(super) struct Spent {
+    /// Taking in packets.
+    pub(super) rx: u64,
+    /// Building packets (the engine's `poll_transmit`).
+    pub(super) build: u64,
+    /// Sending them, and handing looped-back ones over.
+    pub(super) send: u64,
+}
+
+impl Spent {
+    /// Adds the times to `counters`.
+    pub(super) fn add_to(&self, counters: &Counters) {
+        counters.qp_rx_ns.add(self.rx);
+        counters.qp_tx_build_ns.add(self.build);
+        counters.qp_tx_send_ns.add(self.send);
+    }
+}
+
 impl QpCore {
     /// Copies the send WQEs posted since the last call, resolving UD destinations in the
     /// device's AH table (only AHs of the QP's PD: IBA 10.2.3).
@@ -154,11 +175,18 @@ impl QpCore {
 
     /// Sends up to [`DOORBELL_BUDGET`] of the engine's packets from a doorbell's system call.
     fn transmit_some(&mut self, qpn: u32, kicks: &mut Kicks) {
+        let mut spent = Spent::default();
+        let mut now = now_ns();
         let mut sent = 0;
-        while sent < DOORBELL_BUDGET && self.transmit(qpn, kicks) {
+        while sent < DOORBELL_BUDGET {
+            let Some(left) = self.transmit(qpn, kicks, now, &mut spent) else {
+                break;
+            };
+            now = left;
             sent += 1;
         }
         self.handover.flush(kicks);
+        spent.add_to(&self.dev.counters);
     }
 
     /// Lends the queues and memory to the engine for one call.

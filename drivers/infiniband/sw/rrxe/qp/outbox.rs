@@ -166,6 +166,11 @@ impl Outbox {
         self.push(Delivery::XrcSrqLimit(srq));
     }
 
+    /// Whether [`Outbox::deliver`] has anything to deliver.
+    pub(crate) fn has_deliveries(&self) -> bool {
+        self.len > 0
+    }
+
     /// Makes every call owed, in order, then forgets the run's objects. Called without any
     /// QP lock held. `destroyed` is set once the QP is destroyed, possibly by one of these
     /// very calls: nothing more is delivered then (the QP, and with it `qp`, is gone; what

@@ -6,7 +6,7 @@
 //! the timer at the engine's next deadline. Received packets are queued to it from the
 //! receive path; doorbells and Modify kick it.
 
-use super::object::{srq_of, QpCore, QpShared};
+use super::object::{srq_of, QpCore, QpShared, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::net::{self, Handover, IpAddr, RxPacket};
 use crate::glue::rdma::attr::AddressVector;
@@ -90,18 +90,25 @@ impl TaskOwner for QpShared {
         let fired = outbox.kicks.fire(place);
         dev.counters.qp_runs_moved.add(fired.moved);
         dev.counters.qp_runs_now.add(fired.ran);
-        let locked_end = now_ns();
-        outbox.deliver(&this.handle, &this.destroyed);
+        // The clock is read again only after work that took time: most runs of a user QP
+        // have nothing to deliver (their completions are in the CQ already) and find the
+        // timer armed for as long as they would arm it.
         let mut end = now_ns();
         let counters = &dev.counters;
-        counters.qp_deliver_ns.add(end - locked_end);
+        let delivering = outbox.has_deliveries();
+        outbox.deliver(&this.handle, &this.destroyed);
+        if delivering {
+            let delivered = now_ns();
+            counters.qp_deliver_ns.add(delivered - end);
+            end = delivered;
+        }
         if let Some(deadline) = deadline {
             if Task::arm(this, end, deadline.saturating_sub(end)) {
                 counters.qp_timer_arms.inc();
+                let armed = now_ns();
+                counters.qp_timer_arm_ns.add(armed - end);
+                end = armed;
             }
-            let armed = now_ns();
-            counters.qp_timer_arm_ns.add(armed - end);
-            end = armed;
         }
         counters.qp_run_ns.add(end - start);
         match left {
@@ -134,15 +141,22 @@ impl QpCore {
         let qp_type = self.engine.context().qp_type;
         let ud = !qp_type.is_connected();
         let mut budget = BUDGET;
+        let mut spent = Spent::default();
+        // When the packet before began (its end is the next one's start: one clock read a
+        // packet).
+        let mut began = None;
         while budget > 0 && outbox.room() >= Outbox::RESERVE {
             let Some(pkt) = rx.lock().pop() else {
                 break;
             };
             budget -= 1;
-            // The packet's own time, not the run's: it may have arrived after the run
-            // began, and a timer it starts (an RNR NAK's, IBA 9.7.5.2.8, a minimum) must
-            // not count from before its arrival.
+            // The packet's own time, not the run's nor the packet before's: it may have
+            // arrived after either began, and a timer it starts (an RNR NAK's, IBA
+            // 9.7.5.2.8, a minimum) must not count from before its arrival.
             let now = now_ns();
+            if let Some(b) = began.replace(now) {
+                spent.rx += now - b;
+            }
             match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
                 Ok(p) => {
                     let arrival = self.arrival(&pkt);
@@ -160,27 +174,30 @@ impl QpCore {
             }
             // A looped-back packet's buffer goes back to the device's pool.
             dev.buffers.recycle(pkt);
-            dev.counters.qp_rx_ns.add(now_ns() - now);
         }
         // Receives may have been posted since the last run (user QPs post without a system
         // call): an RC responder that advertised no credits owes the requester an update.
         let producer = self.rq.producer();
         self.io(None, |engine, io, _| engine.post_recv(io));
-        let now = now_ns();
+        let mut now = now_ns();
+        if let Some(b) = began {
+            spent.rx += now - b;
+        }
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.io(None, |engine, io, _| engine.handle_timeout(now, io));
         }
         let mut sent = 0;
-        while sent < BUDGET
-            && outbox.room() >= Outbox::RESERVE
-            && self.transmit(qp.qpn(), &mut outbox.kicks)
-        {
+        while sent < BUDGET && outbox.room() >= Outbox::RESERVE {
+            let Some(left) = self.transmit(qp.qpn(), &mut outbox.kicks, now, &mut spent) else {
+                break;
+            };
+            now = left;
             sent += 1;
         }
         // The packets looped back go to their QPs now, together.
-        let handed = now_ns();
         self.handover.flush(&mut outbox.kicks);
-        dev.counters.qp_tx_send_ns.add(now_ns() - handed);
+        spent.send += now_ns() - now;
+        spent.add_to(&dev.counters);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
         // provider is asked to ring once it has posted a batch worth an update rather than
@@ -209,16 +226,20 @@ impl QpCore {
         }
     }
 
-    /// Sends the engine's next packet, if it has one; whether it had. The packet's
-    /// retransmission timer counts from now, when it leaves, not from the start of the run.
-    /// A packet looped back to a QP of this host leaves its QP's kick in `kicks`.
-    pub(super) fn transmit(&mut self, qpn: u32, kicks: &mut Kicks) -> bool {
-        let now = now_ns();
-        let Some(t) = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io)) else {
-            return false;
-        };
+    /// Sends the engine's next packet, if it has one, at `now` (the time the packet before
+    /// left, or later); returns when it left, which is when its retransmission timer counts
+    /// from (not the start of the run). A packet looped back to a QP of this host leaves its
+    /// QP's kick in `kicks`. The time it took is added to `spent`.
+    pub(super) fn transmit(
+        &mut self,
+        qpn: u32,
+        kicks: &mut Kicks,
+        now: u64,
+        spent: &mut Spent,
+    ) -> Option<u64> {
+        let t = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io))?;
         let built = now_ns();
-        self.dev.counters.qp_tx_build_ns.add(built - now);
+        spent.build += built - now;
         let path = match t.dest {
             Dest::Ah(handle) => self.sq.dest(handle),
             Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
@@ -237,8 +258,9 @@ impl QpCore {
             ),
             None => self.dev.counters.tx_no_path.inc(),
         }
-        self.dev.counters.qp_tx_send_ns.add(now_ns() - built);
-        true
+        let left = now_ns();
+        spent.send += left - built;
+        Some(left)
     }
 
     /// Which of the QP's paths a packet came over: it arrived on the path's port, its source
