@@ -334,7 +334,10 @@ impl Responder {
         let Some(lsn) = self.credit_code(attrs, io).lsn(self.msn) else {
             return;
         };
-        if lsn.is_after(told) && known.saturating_mul(2) <= io.rq.posted() {
+        // Only posted WQEs are news: a message that took none (a Read, Write or atomic)
+        // raised the MSN, and with it the LSN, and its own response or ACK carries that.
+        let posted = io.rq.posted();
+        if lsn.is_after(told) && posted > known && known.saturating_mul(2) <= posted {
             self.queue_unsolicited_ack();
         }
     }

@@ -685,6 +685,34 @@ fn reads_writes_and_atomics_need_no_credit_but_keep_their_order() {
     assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
 }
 
+/// A message that takes no receive WQE (an RDMA Read, Write or atomic) raises the MSN and
+/// with it the LSN, but posts nothing: its own response or ACK carries the count. The
+/// task's look at the receive queue after taking the message in (at every run, before it
+/// sends) must not find news in that LSN and add an unsolicited ACK to each message:
+/// `ib_read_lat`, with no receives posted, drew three packets a Read.
+#[test]
+fn messages_taking_no_receive_draw_no_unsolicited_ack() {
+    let mut p = Pair::connect(Setup::rc(), 6, Link::PERFECT);
+    p.nodes[B].add_region(RKEY, VA, vec![0; 4096]);
+    p.run_until(1000, |_| false);
+    let initial = stat(&p, B, TransportEvent::UnsolicitedAck);
+    let sent = p.sent[B];
+    for i in 0..4 {
+        p.nodes[A].post_send(wqe(2 * i, SendOpcode::RdmaRead, 8), vec![0; 8]);
+        p.nodes[A].post_send(wqe(2 * i + 1, SendOpcode::RdmaWrite, 8), vec![1; 8]);
+        p.run_until(10_000, |p| {
+            p.nodes[A].send_completions().len() == 2 * i as usize + 2
+        });
+    }
+    assert_eq!(stat(&p, B, TransportEvent::UnsolicitedAck), initial);
+    // A response a Read, and at most an ACK a Write.
+    assert!(p.sent[B] - sent <= 8, "{:#?}", &p.wire);
+    // A receive posted now is news: A knows of none.
+    p.nodes[B].post_recv(9, 1024);
+    p.run_until(1000, |_| false);
+    assert_eq!(stat(&p, B, TransportEvent::UnsolicitedAck), initial + 1);
+}
+
 #[test]
 fn lsn_counts_only_credit_consuming_messages_across_the_msn_wrap() {
     // Two credits; Sends, Reads and Writes mixed, SSNs crossing 2^24: the

@@ -781,7 +781,12 @@ impl Pair {
         }
         // A wire joins the same path handle at both ends.
         let arrival = Arrival::NONE.with(f.path);
-        self.nodes[f.to].with(|qp, io| qp.handle_packet(now, &pkt, arrival, io));
+        self.nodes[f.to].with(|qp, io| {
+            qp.handle_packet(now, &pkt, arrival, io);
+            // As the kernel's task does at every run, between taking packets in and
+            // sending: a user's receives are posted without a call into the engine.
+            qp.post_recv(io);
+        });
         true
     }
 
