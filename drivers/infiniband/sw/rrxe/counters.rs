@@ -214,8 +214,8 @@ pub(crate) struct Counters {
     /// QP runs moved to the CPU beside the one kicking them, where they were pending
     /// (`Place::Beside`): a stream's two QPs kept from sharing one CPU.
     pub(crate) qp_runs_moved: Counter,
-    /// QP runs made at once in the run that looped packets back to them (`Place::Now`)
-    /// rather than queued to follow it on its CPU.
+    /// QP runs made at once after the run that looped packets back to them, in its context
+    /// (`Place::Now`), rather than queued to follow it on its CPU.
     pub(crate) qp_runs_now: Counter,
     /// Runs queued on the next CPU for sends a run found posted at its last look at the
     /// ring, after it took in messages: likely answers, whose poster is on another CPU.

@@ -40,9 +40,10 @@ pub(crate) trait TaskOwner: Send + Sync + Sized + 'static {
     type Scratch: Send;
 
     /// Runs the object's pending work (process context, never concurrently with itself):
-    /// the work item's run, or, `now`, one made in the context of a run that kicked it
-    /// ([`Place::Now`]).
-    fn run(this: &Arc<Self>, scratch: &mut Self::Scratch, now: bool);
+    /// the work item's run, or, `now`, one made at once by a kick ([`Place::Now`]). Kicks
+    /// the run wants made at once go into `chain`: the caller makes them after this run
+    /// has ended, so that they may include a kick of this very task.
+    fn run(this: &Arc<Self>, scratch: &mut Self::Scratch, now: bool, chain: &mut Kicks);
 
     /// Whether a kick may run the task in the kicker's context ([`Place::Now`]). Only for
     /// owners whose runs never shut their own task down (a run made there cannot be told
@@ -145,8 +146,9 @@ pub(crate) enum Place {
     /// 64 KiB Read's responder and requester did (Documentation/rrxe/benchmarks.rst).
     Beside,
     /// At once, in the firing context, if the task is idle and its owner allows it
-    /// ([`TaskOwner::runs_now`]); [`Place::Here`] otherwise. Only from a work item's run
-    /// ([`TaskOwner::run`] not `now`), with no lock held, so that runs nest one deep.
+    /// ([`TaskOwner::runs_now`]); [`Place::Here`] otherwise. Process context, with no lock
+    /// held. Runs made so never nest: a run hands the kicks it wants made at once to its
+    /// caller, which makes them after it, one after the other, up to [`Kicks::CHAIN`].
     Now,
 }
 
@@ -163,9 +165,10 @@ const SHUT: u32 = 1 << 2;
 pub(crate) struct Kick {
     /// `Arc::into_raw` of the owner.
     owner: *const c_void,
-    /// Queues the owner's work item (unless given no place) and consumes the reference;
-    /// what it did.
-    queue: unsafe fn(*const c_void, Option<Place>) -> Fired,
+    /// Queues the owner's work item (unless given no place), or runs it at once adding
+    /// the kicks of that run to the batch given ([`Place::Now`]), and consumes the
+    /// reference; what it did.
+    queue: unsafe fn(*const c_void, Option<Place>, &mut Kicks) -> Fired,
 }
 
 /// What firing a [`Kick`] did.
@@ -193,12 +196,27 @@ pub(crate) struct FiredCount {
 unsafe impl Send for Kick {}
 
 impl Kick {
-    /// Queues the work item at `place` (or runs it, [`Place::Now`]).
+    /// Queues the work item at `place` (or runs it, [`Place::Now`], and then makes the
+    /// kicks that run leaves, as [`Kicks::fire`] does).
     pub(crate) fn fire(self, place: Place) -> Fired {
+        if place == Place::Now {
+            let mut chain = Kicks::new();
+            chain.add(self);
+            return if chain.fire(Place::Now).ran > 0 {
+                Fired::Ran
+            } else {
+                Fired::Queued
+            };
+        }
+        self.fire_into(place, &mut Kicks::new())
+    }
+
+    /// As [`Kick::fire`], a run made at once adding its kicks to `chain`.
+    fn fire_into(self, place: Place, chain: &mut Kicks) -> Fired {
         let this = ManuallyDrop::new(self);
         // SAFETY: `owner` is the reference `deferred` took, consumed here only (`this` is
         // not dropped).
-        unsafe { (this.queue)(this.owner, Some(place)) }
+        unsafe { (this.queue)(this.owner, Some(place), chain) }
     }
 
     /// Whether `other` kicks the same task.
@@ -209,16 +227,16 @@ impl Kick {
     /// Drops the kick unfired, for one that [`Kick::same_task`] says another covers.
     fn merge(self) {
         let this = ManuallyDrop::new(self);
-        // SAFETY: as in `fire`; the thunk only drops the reference, the owner's type being
-        // erased here.
-        unsafe { (this.queue)(this.owner, None) };
+        // SAFETY: as in `fire_into`; the thunk only drops the reference, the owner's type
+        // being erased here.
+        unsafe { (this.queue)(this.owner, None, &mut Kicks::new()) };
     }
 }
 
 impl Drop for Kick {
     fn drop(&mut self) {
-        // SAFETY: as in `fire`; `self` is not used again.
-        unsafe { (self.queue)(self.owner, Some(Place::Here)) };
+        // SAFETY: as in `fire_into`; `self` is not used again.
+        unsafe { (self.queue)(self.owner, Some(Place::Here), &mut Kicks::new()) };
     }
 }
 
@@ -233,6 +251,11 @@ pub(crate) struct Kicks {
 impl Kicks {
     /// Different tasks a batch holds; a kick for a further one is fired at once, here.
     const CAPACITY: usize = 4;
+
+    /// Runs one [`Kicks::fire`] at [`Place::Now`] makes, those its runs add included; the
+    /// rest are queued here. A request, its response and the requester taking it in are
+    /// three.
+    pub(crate) const CHAIN: usize = 4;
 
     /// An empty batch.
     pub(crate) const fn new() -> Self {
@@ -266,17 +289,37 @@ impl Kicks {
         self.added += packets.saturating_sub(1);
     }
 
-    /// Fires the batch's kicks at `place`.
+    /// Moves the kicks of `other` into this batch.
+    pub(crate) fn take_from(&mut self, other: &mut Kicks) {
+        for kick in other.pending.iter_mut().filter_map(Option::take) {
+            self.add(kick);
+        }
+        other.added = 0;
+    }
+
+    /// Fires the batch's kicks at `place`. At [`Place::Now`], each run made at once may add
+    /// kicks to the batch, made in their turn, one after the other (a ping-pong's request,
+    /// response and its taking in on one CPU, with no work item queued between them), up
+    /// to [`Kicks::CHAIN`] runs.
     pub(crate) fn fire(&mut self, place: Place) -> FiredCount {
-        self.added = 0;
         let mut count = FiredCount::default();
-        for kick in self.pending.iter_mut().filter_map(Option::take) {
-            match kick.fire(place) {
+        let mut runs = 0;
+        while let Some(kick) = self.pending.iter_mut().find_map(Option::take) {
+            let place = if place == Place::Now && runs >= Self::CHAIN {
+                Place::Here
+            } else {
+                place
+            };
+            match kick.fire_into(place, self) {
                 Fired::Queued => {}
                 Fired::Moved => count.moved += 1,
-                Fired::Ran => count.ran += 1,
+                Fired::Ran => {
+                    count.ran += 1;
+                    runs += 1;
+                }
             }
         }
+        self.added = 0;
         count
     }
 }
@@ -386,7 +429,7 @@ impl<T: HasTask> Task<T> {
     /// # Safety
     ///
     /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again.
-    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>) -> Fired {
+    unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>, chain: &mut Kicks) -> Fired {
         // SAFETY: per the function contract.
         let owner = unsafe { Arc::<T>::from_raw(owner.cast()) };
         let wq = QUEUE.load(Ordering::Acquire);
@@ -394,7 +437,7 @@ impl<T: HasTask> Task<T> {
             return Fired::Queued;
         };
         if place == Place::Now {
-            if Self::run_now(&owner) {
+            if Self::run_now(&owner, chain) {
                 return Fired::Ran;
             }
             place = Place::Here;
@@ -427,10 +470,10 @@ impl<T: HasTask> Task<T> {
         }
     }
 
-    /// Runs the task in this context, if its owner allows it and no run is going on;
-    /// whether it did. A work item queued meanwhile that found this run going on is queued
-    /// again at its end.
-    fn run_now(owner: &Arc<T>) -> bool {
+    /// Runs the task in this context, if its owner allows it and no run is going on,
+    /// adding the kicks it wants made at once to `chain`; whether it did. A work item
+    /// queued meanwhile that found this run going on is queued again at its end.
+    fn run_now(owner: &Arc<T>, chain: &mut Kicks) -> bool {
         let task = owner.task();
         if !owner.runs_now()
             || task
@@ -443,7 +486,7 @@ impl<T: HasTask> Task<T> {
         // SAFETY: `RUNNING`, taken above, keeps every other run (the work item's or one
         // made now) from the scratch until it is released below.
         let scratch = unsafe { &mut *task.scratch.get() };
-        T::run(owner, scratch, true);
+        T::run(owner, scratch, true, chain);
         if task.runs.fetch_and(SHUT, Ordering::Release) & AGAIN != 0 {
             Self::kick(owner);
         }
@@ -557,8 +600,11 @@ impl<T: HasTask> Task<T> {
         // SAFETY: a work item never runs concurrently with itself, and `RUNNING`, taken
         // above, keeps a run made now from the scratch until it is released below.
         let scratch = unsafe { &mut *task.scratch.get() };
-        T::run(&owner, scratch, false);
+        let mut chain = Kicks::new();
+        T::run(&owner, scratch, false, &mut chain);
         task.runs.fetch_and(SHUT, Ordering::Release);
+        // After the run has let go of the scratch: the chain may come back to this task.
+        chain.fire(Place::Now);
     }
 
     /// # Safety

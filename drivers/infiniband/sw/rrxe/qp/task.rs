@@ -52,7 +52,7 @@ impl TaskOwner for QpShared {
         self.user
     }
 
-    fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool) {
+    fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool, chain: &mut Kicks) {
         let start = now_ns();
         let (left, deadline, dev) = {
             let mut guard = this.core.lock();
@@ -73,23 +73,22 @@ impl TaskOwner for QpShared {
             counters.qp_task_runs.inc();
             (left, deadline, dev)
         };
+        if now {
+            dev.counters.qp_runs_now.inc();
+        }
         // The packets this run looped back are all queued, so their QPs' runs take them in
         // one go. Those go to the next CPU (moved there if queued here), to overlap this
         // one, after a run cut short by its budgets (its next run follows here at once) or
         // one that handed over a batch worth a wake-up. Otherwise they stay on this CPU
-        // (waking an idle vCPU doubled a 2-byte Read's round trip): a work item's run makes
-        // their runs itself, at once (a queued run waited for the end of this one); a run
-        // made so queues them to follow it, so that runs nest one deep.
-        let place = if left == Left::Cut || outbox.kicks.added() >= OVERLAP_PACKETS {
-            Place::Beside
-        } else if now {
-            Place::Here
+        // (waking an idle vCPU doubled a 2-byte Read's round trip), made at once after this
+        // run by its caller (a queued run waited for the end of this one), and the runs
+        // they kick after them in turn: a Read's response is taken in at once too.
+        if left == Left::Cut || outbox.kicks.added() >= OVERLAP_PACKETS {
+            let fired = outbox.kicks.fire(Place::Beside);
+            dev.counters.qp_runs_moved.add(fired.moved);
         } else {
-            Place::Now
-        };
-        let fired = outbox.kicks.fire(place);
-        dev.counters.qp_runs_moved.add(fired.moved);
-        dev.counters.qp_runs_now.add(fired.ran);
+            chain.take_from(&mut outbox.kicks);
+        }
         // The clock is read again only after work that took time: most runs of a user QP
         // have nothing to deliver (their completions are in the CQ already) and find the
         // timer armed for as long as they would arm it.
@@ -115,9 +114,10 @@ impl TaskOwner for QpShared {
             Left::Nothing => {}
             // On the next CPU, the poster's (on two CPUs: it posted while this run had this
             // one), where the answer's run starts at once; here it would wait for the end of
-            // this run and of the one it may be made in. librrxe posts without a doorbell
-            // while a run is going (uverbs-abi.rst): its 2-byte Write latency went from 27.6
-            // to 24.9 us (Documentation/rrxe/benchmarks.rst).
+            // this run and of the chain it is in (made at once in that chain, it was no
+            // faster). librrxe posts without a doorbell while a run is going
+            // (uverbs-abi.rst): its 2-byte Write latency went from 27.6 to 24.9 us
+            // (Documentation/rrxe/benchmarks.rst).
             Left::Answered => {
                 counters.qp_answers_beside.inc();
                 if Task::deferred(this.clone()).fire(Place::Beside) == Fired::Moved {
