@@ -226,9 +226,10 @@ impl QpCore {
         }
     }
 
-    /// Sends the engine's next packet, if it has one, at `now` (the time the packet before
-    /// left, or later); returns when it left, which is when its retransmission timer counts
-    /// from (not the start of the run). A packet looped back to a QP of this host leaves its
+    /// Sends the engine's next packet, if it has one, and returns when it left, the next
+    /// packet's `now`. `now` is when the packet before left (or a fresh reading): the
+    /// engine counts this packet's retransmission timer from it, the start of the packet's
+    /// own building, not of the run. A packet looped back to a QP of this host leaves its
     /// QP's kick in `kicks`. The time it took is added to `spent`.
     pub(super) fn transmit(
         &mut self,
