@@ -187,6 +187,13 @@ impl Ring {
         self.index(RUN_PENDING).load(Ordering::Relaxed) != 0
     }
 
+    /// Producer side: whether the consumer has freed every element published.
+    pub(crate) fn is_empty(&self) -> bool {
+        let prod = self.producer().load(Ordering::Relaxed) & self.mask;
+        let cons = self.consumer().load(Ordering::Acquire) & self.mask;
+        prod == cons
+    }
+
     /// Consumer side: the oldest element the kernel produced, if any.
     pub(crate) fn next_full(&self) -> Option<*const u8> {
         let cons = self.consumer().load(Ordering::Relaxed) & self.mask;
