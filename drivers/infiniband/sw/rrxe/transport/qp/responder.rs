@@ -68,8 +68,6 @@ struct Resource {
     /// a duplicate Read asking from the middle is answered as a new
     /// request, First .. Last from there (IBA 9.7.5.1.5).
     start_psn: Psn,
-    /// Responses remain to be sent.
-    pending: bool,
     /// The pending responses answer a duplicate request.
     replay: bool,
 }
@@ -110,10 +108,11 @@ pub(super) struct Responder {
     pub(super) msn: Msn,
     res: [Resource; MAX_RD_ATOMIC],
     res_next: usize,
-    /// Some resource may owe responses: set whenever one is made pending,
-    /// cleared by a search that finds none, so that the many calls with
-    /// nothing to send (after every packet, on every run) skip the search.
-    responses_owed: bool,
+    /// The resources that owe responses, bit `i` for `res[i]`: most calls
+    /// find none (after every packet, on every run), and the one that
+    /// answers a Read looks at the owing resources only, not at every one
+    /// the QP has (a hundred and twenty-eight at most).
+    owed: u128,
     ack_pending: bool,
     nak: Option<(Psn, Syndrome)>,
     nak_sent: bool,
@@ -179,11 +178,10 @@ impl Responder {
                 npkts: 0,
                 next_psn: Psn::ZERO,
                 start_psn: Psn::ZERO,
-                pending: false,
                 replay: false,
             }; MAX_RD_ATOMIC],
             res_next: 0,
-            responses_owed: false,
+            owed: 0,
             ack_pending: false,
             nak: None,
             nak_sent: false,
@@ -223,7 +221,7 @@ impl Responder {
             msn,
             res: _,
             res_next,
-            responses_owed,
+            owed,
             ack_pending,
             nak,
             nak_sent,
@@ -250,7 +248,7 @@ impl Responder {
         *epsn = FRESH.epsn;
         *msn = FRESH.msn;
         *res_next = FRESH.res_next;
-        *responses_owed = FRESH.responses_owed;
+        *owed = FRESH.owed;
         *ack_pending = FRESH.ack_pending;
         *nak = FRESH.nak;
         *nak_sent = FRESH.nak_sent;
@@ -465,14 +463,25 @@ impl Responder {
     /// Stores a new Read or atomic, evicting the oldest. A requester
     /// honouring max_rd_atomic never needs an evicted entry again; if a
     /// stale duplicate had re-armed it, its replay is simply abandoned.
+    /// The new resource owes its responses.
     fn allocate(&mut self, attrs: &QpContext, resource: Resource) {
         let n = Self::resource_count(attrs);
         if self.res_next >= n {
             self.res_next = 0;
         }
         self.res[self.res_next] = resource;
+        self.set_owed(self.res_next, true);
         self.res_next = (self.res_next + 1) % n;
-        self.responses_owed |= resource.pending;
+    }
+
+    /// Marks resource `i` as owing responses, or not.
+    fn set_owed(&mut self, i: usize, owes: bool) {
+        let bit = 1u128 << (i % MAX_RD_ATOMIC);
+        if owes {
+            self.owed |= bit;
+        } else {
+            self.owed &= !bit;
+        }
     }
 
     /// Processes one request packet addressed to this QP.
@@ -617,28 +626,25 @@ impl Responder {
             Operation::RdmaReadRequest => {
                 // Re-executed from the saved request, from the PSN asked
                 // for: a requester resumes a partially answered Read there.
-                if let Some(r) = self
+                if let Some(i) = self
                     .res
-                    .iter_mut()
-                    .find(|r| matches!(r.kind, ResourceKind::Read { .. }) && r.contains(psn))
+                    .iter()
+                    .position(|r| matches!(r.kind, ResourceKind::Read { .. }) && r.contains(psn))
                 {
+                    let r = &mut self.res[i];
                     r.next_psn = psn;
                     r.start_psn = psn;
-                    r.pending = true;
                     r.replay = true;
-                    self.responses_owed = true;
+                    self.set_owed(i, true);
                 }
             }
             Operation::CompareSwap | Operation::FetchAdd => {
                 // Never executed twice: the saved original value answers.
-                if let Some(r) = self
-                    .res
-                    .iter_mut()
-                    .find(|r| matches!(r.kind, ResourceKind::Atomic { .. }) && r.first_psn == psn)
-                {
-                    r.pending = true;
-                    r.replay = true;
-                    self.responses_owed = true;
+                if let Some(i) = self.res.iter().position(|r| {
+                    matches!(r.kind, ResourceKind::Atomic { .. }) && r.first_psn == psn
+                }) {
+                    self.res[i].replay = true;
+                    self.set_owed(i, true);
                 }
             }
             _ => self.queue_ack(),
@@ -817,7 +823,6 @@ impl Responder {
                         npkts,
                         next_psn: psn,
                         start_psn: psn,
-                        pending: true,
                         replay: false,
                     },
                 );
@@ -858,7 +863,6 @@ impl Responder {
                         npkts: 1,
                         next_psn: psn,
                         start_psn: psn,
-                        pending: true,
                         replay: false,
                     },
                 );
@@ -1022,7 +1026,7 @@ impl Responder {
     /// packet it sends.
     #[inline]
     pub(super) fn has_output(&self) -> bool {
-        self.responses_owed || self.ack_pending || self.nak.is_some()
+        self.owed != 0 || self.ack_pending || self.nak.is_some()
     }
 
     /// The next response packet: owed Read responses and atomic ACKs in
@@ -1055,14 +1059,26 @@ impl Responder {
             dest_qp: attrs.dest_qpn,
             ..Bth::default()
         };
-        if !in_error && self.responses_owed {
+        if !in_error && self.owed != 0 {
+            // Resources beyond the QP's count are never answered.
+            let count = Self::resource_count(attrs);
+            if count < MAX_RD_ATOMIC {
+                self.owed &= (1u128 << count) - 1;
+            }
+            // The oldest response first: the one nearest the ePSN.
             let epsn = self.epsn;
-            let next = (0..Self::resource_count(attrs))
-                .filter(|&i| self.res[i].pending)
-                .min_by_key(|&i| self.res[i].next_psn.diff(epsn));
-            match next {
-                Some(i) => return self.respond(i, buf, attrs, io, bth),
-                None => self.responses_owed = false,
+            let mut next: Option<usize> = None;
+            let mut owing = self.owed;
+            while owing != 0 {
+                let i = owing.trailing_zeros() as usize;
+                owing &= owing - 1;
+                let distance = self.res[i].next_psn.diff(epsn);
+                if next.map_or(true, |j| distance < self.res[j].next_psn.diff(epsn)) {
+                    next = Some(i);
+                }
+            }
+            if let Some(i) = next {
+                return self.respond(i, buf, attrs, io, bth);
             }
         }
         let (psn, syndrome) = if let Some(nak) = self.nak.take() {
@@ -1171,9 +1187,8 @@ impl Responder {
                     io.mem
                         .read_remote(rkey, va.wrapping_add(u64::from(offset)), dst)
                 });
-                let slot = &mut self.res[i];
-                slot.next_psn = psn.next();
-                slot.pending = !last;
+                self.res[i].next_psn = psn.next();
+                self.set_owed(i, !last);
                 res
             }
             ResourceKind::Atomic { orig } => {
@@ -1189,11 +1204,11 @@ impl Responder {
                     psn,
                     ..bth
                 };
-                self.res[i].pending = false;
+                self.set_owed(i, false);
                 write_with(buf, &bth, &ext, 0, |_| Ok::<(), RemoteError>(()))
             }
             ResourceKind::Free => {
-                self.res[i].pending = false;
+                self.set_owed(i, false);
                 return Ok(None);
             }
         };
@@ -1214,7 +1229,7 @@ impl Responder {
                 // The region went away under a Read in progress: the
                 // responder cannot complete it (NAK Remote Operational
                 // Error at the response PSN, then ERR).
-                self.res[i].pending = false;
+                self.set_owed(i, false);
                 self.nak = Some((psn, Syndrome::Nak(NakCode::RemoteOperationalError)));
                 Err(Fault::Error)
             }
