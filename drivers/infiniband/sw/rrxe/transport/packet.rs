@@ -216,6 +216,9 @@ impl ExtHeaders {
         Ok(())
     }
 
+    // Out of line: inlined into `write_headers`' loop, every header's fields were byte-swapped
+    // in front of it, for the one or two headers a packet carries.
+    #[inline(never)]
     fn write_one(&self, kind: ExtHeader, buf: &mut [u8]) -> Result<usize, PacketError> {
         let missing = PacketError::MissingHeader(kind);
         let written = match kind {
