@@ -337,6 +337,15 @@ impl Qp {
         self.retire(io);
     }
 
+    /// Whether [`Qp::poll_transmit`] may have a packet to send: when false it
+    /// has none, and a caller with nothing else to ask of it can skip the
+    /// call (a run's last one, after its packets). Cheaper than the call,
+    /// which most runs make once in vain.
+    #[must_use]
+    pub fn may_transmit(&self, sq: &dyn SendQueue) -> bool {
+        self.resp.has_output() || self.req.may_transmit(&self.ctx, sq)
+    }
+
     /// Writes the next packet to send into `buf` (at least
     /// [`MAX_PACKET_LEN`] bytes): BTH to pad, then a zeroed ICRC slot for
     /// the glue to fill. Responses and requests take turns.

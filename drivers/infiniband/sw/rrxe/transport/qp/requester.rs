@@ -31,7 +31,7 @@ use super::io::{Dest, Fault, Io, Transmit};
 use super::state::Service;
 use super::state::{QpState, QpType};
 use super::stats::{QpStats, TransportEvent};
-use super::wqe::{SendFlags, SendOpcode, SendWqe};
+use super::wqe::{SendFlags, SendOpcode, SendQueue, SendWqe};
 
 /// Largest message a connected QP sends (IBA 9.4: 2^31 bytes).
 pub const MAX_MESSAGE: u32 = 1 << 31;
@@ -655,6 +655,21 @@ impl Requester {
             return Ok(Start::Nothing);
         }
         Err(Fault::local(attrs.service()))
+    }
+
+    /// Whether [`Self::poll_transmit`] may have a packet: false only where it
+    /// returns nothing before looking at the send queue's WQEs (not in RTS
+    /// or SQD, an RNR wait, nothing sent to resend and no WQE to start).
+    pub(super) fn may_transmit(&self, attrs: &QpContext, sq: &dyn SendQueue) -> bool {
+        if !matches!(attrs.state, QpState::Rts | QpState::Sqd) || self.rnr_deadline.is_some() {
+            return false;
+        }
+        self.send_psn != self.psn_next
+            || (attrs.state == QpState::Rts
+                && attrs.qp_type != QpType::XrcTgt
+                && !self.halted
+                && self.len < MAX_INFLIGHT_WQES
+                && self.sq_next != sq.producer())
     }
 
     /// Builds the next request packet, new or retransmitted.

@@ -691,7 +691,12 @@ impl Pair {
             loop {
                 let now = self.now;
                 let buf = &mut self.buf;
-                let Some(t) = self.nodes[from].with(|qp, io| qp.poll_transmit(now, buf, io)) else {
+                let Some(t) = self.nodes[from].with(|qp, io| {
+                    let may = qp.may_transmit(io.sq);
+                    let t = qp.poll_transmit(now, buf, io);
+                    assert!(may || t.is_none(), "may_transmit said no to a packet");
+                    t
+                }) else {
                     break;
                 };
                 any = true;
