@@ -20,6 +20,9 @@ use kernel::sync::Arc;
 /// [`Outbox::RESERVE`] are free, and goes on in its next run.
 const CAPACITY: usize = 256;
 
+/// A QP's send and receive CQs (none for an XRC target).
+pub(crate) type Cqs<'a> = (Option<&'a Arc<CqShared>>, Option<&'a Arc<CqShared>>);
+
 /// Which CQ a completion goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Queue {
@@ -47,7 +50,7 @@ enum Delivery {
 }
 
 /// The deliveries of one task run, and the objects they go to (references taken while the
-/// QP's lock was held, dropped at the end of the run).
+/// QP's lock was held, when a delivery needs them, dropped at the end of the run).
 pub(crate) struct Outbox {
     /// `CAPACITY` places, the first `len` taken.
     items: KVec<Option<Delivery>>,
@@ -80,20 +83,24 @@ impl Outbox {
         })
     }
 
-    /// Starts a run for a QP with these CQs (none for an XRC target) and SRQ; `at_once`
-    /// for a user QP, whose completions are written into the CQs at once: its consumer is
-    /// uverbs, whose CQ event handler only queues the event and wakes a reader.
-    pub(crate) fn begin(
-        &mut self,
-        send_cq: Option<&Arc<CqShared>>,
-        recv_cq: Option<&Arc<CqShared>>,
-        srq: Option<&Arc<SrqShared>>,
-        at_once: bool,
-    ) {
-        self.send_cq = send_cq.cloned();
-        self.recv_cq = recv_cq.cloned();
-        self.srq = srq.cloned();
+    /// Starts a run; `at_once` for a user QP, whose completions are written into the CQs
+    /// at once: its consumer is uverbs, whose CQ event handler only queues the event and
+    /// wakes a reader. The QP's CQs and SRQ are referenced only by a run that owes them a
+    /// delivery: most runs of a user QP owe none.
+    pub(crate) fn begin(&mut self, at_once: bool) {
         self.at_once = at_once;
+    }
+
+    /// Keeps a reference to the CQ of `queue`, of `cqs` (the QP's send and receive CQs), for
+    /// a delivery owed to it.
+    fn hold_cq(&mut self, cqs: Cqs<'_>, queue: Queue) {
+        let (held, cq) = match queue {
+            Queue::Send => (&mut self.send_cq, cqs.0),
+            Queue::Recv => (&mut self.recv_cq, cqs.1),
+        };
+        if held.is_none() {
+            *held = cq.cloned();
+        }
     }
 
     /// The CQ of `queue`, of the CQs `begin` was given.
@@ -121,27 +128,35 @@ impl Outbox {
         }
     }
 
-    /// Owes a completion of `qp` to the CQ of `queue`, or, [`Outbox::begin`] said at once,
-    /// writes it there now and owes only the CQ's event, if it fires one. The caller holds
-    /// the QP's mutex. A completion written at once is in its CQ before a destroy of the
-    /// QP returns (destroy waits for the run), as if it had come just before the destroy:
-    /// the QP's `destroyed` holds back only what is delivered.
+    /// Owes a completion of `qp` to the CQ of `queue` (of `cqs`, the QP's send and receive
+    /// CQs), or, [`Outbox::begin`] said at once, writes it there now and owes only the CQ's
+    /// event, if it fires one. The caller holds the QP's mutex. A completion written at
+    /// once is in its CQ before a destroy of the QP returns (destroy waits for the run), as
+    /// if it had come just before the destroy: the QP's `destroyed` holds back only what is
+    /// delivered.
     pub(crate) fn completion(
         &mut self,
+        cqs: Cqs<'_>,
         qp: &QpHandle,
         queue: Queue,
         wc: WcFields,
         solicited: bool,
     ) {
         if !self.at_once {
+            self.hold_cq(cqs, queue);
             self.push(Delivery::Completion(queue, wc, solicited));
             return;
         }
-        let Some(cq) = Self::cq(&self.send_cq, &self.recv_cq, queue) else {
+        let cq = match queue {
+            Queue::Send => cqs.0,
+            Queue::Recv => cqs.1,
+        };
+        let Some(cq) = cq else {
             return;
         };
         let notice = cq::write(cq, qp, &wc, solicited);
         if notice != cq::Notice::Quiet {
+            self.hold_cq(cqs, queue);
             self.push(Delivery::Notice(queue, notice));
         }
     }
@@ -151,8 +166,11 @@ impl Outbox {
         self.push(Delivery::Event(event));
     }
 
-    /// Owes the SRQ's handler its limit event.
-    pub(crate) fn srq_limit(&mut self) {
+    /// Owes the handler of `srq` (the QP's SRQ) its limit event.
+    pub(crate) fn srq_limit(&mut self, srq: Option<&Arc<SrqShared>>) {
+        if self.srq.is_none() {
+            self.srq = srq.cloned();
+        }
         self.push(Delivery::SrqLimit);
     }
 

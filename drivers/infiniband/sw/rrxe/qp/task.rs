@@ -61,13 +61,8 @@ impl TaskOwner for QpShared {
             };
             // The run's own reference: the counters are added to after the mutex is released.
             let dev = core.dev.clone();
-            outbox.begin(
-                core.send_cq.as_ref(),
-                core.recv_cq.as_ref(),
-                srq_of(core),
-                this.user,
-            );
-            let left = core.step(&dev, this, outbox);
+            outbox.begin(this.user);
+            let left = core.step(&dev, this, outbox, start);
             let deadline = core.engine.poll_timeout();
             let counters = &dev.counters;
             counters.qp_task_runs.inc();
@@ -130,9 +125,15 @@ impl TaskOwner for QpShared {
 }
 
 impl QpCore {
-    /// One run's work under the QP's mutex (`dev` is the QP's device); returns what it
-    /// left for another.
-    fn step(&mut self, dev: &DeviceShared, shared: &QpShared, outbox: &mut Outbox) -> Left {
+    /// One run's work under the QP's mutex (`dev` is the QP's device), begun at `start`;
+    /// returns what it left for another.
+    fn step(
+        &mut self,
+        dev: &DeviceShared,
+        shared: &QpShared,
+        outbox: &mut Outbox,
+        start: u64,
+    ) -> Left {
         let (rx, qp) = (&shared.rx, &shared.handle);
         self.sq.run_begins();
         let msn = self.engine.msn();
@@ -145,10 +146,20 @@ impl QpCore {
         // When the packet before began (its end is the next one's start: one clock read a
         // packet).
         let mut began = None;
-        while budget > 0 && outbox.room() >= Outbox::RESERVE {
-            let Some(pkt) = rx.lock().pop() else {
+        // Whether packets were left in the backlog at the last look: the one that takes the
+        // last packet also tells, so the look that would find it empty is not made (packets
+        // that arrive later have kicked the task, and the end of the run looks again).
+        let mut waiting = true;
+        while waiting && budget > 0 && outbox.room() >= Outbox::RESERVE {
+            let (pkt, left) = {
+                let mut backlog = rx.lock();
+                let pkt = backlog.pop();
+                (pkt, backlog.len())
+            };
+            let Some(pkt) = pkt else {
                 break;
             };
+            waiting = left > 0;
             budget -= 1;
             // The packet's own time, not the run's nor the packet before's: it may have
             // arrived after either began, and a timer it starts (an RNR NAK's, IBA
@@ -179,10 +190,16 @@ impl QpCore {
         // call): an RC responder that advertised no credits owes the requester an update.
         let producer = self.rq.producer();
         self.io(None, |engine, io, _| engine.post_recv(io));
-        let mut now = now_ns();
-        if let Some(b) = began {
-            spent.rx += now - b;
-        }
+        // A run that took no packets has done nothing since its start worth a clock read of
+        // its own: its sends count from the start.
+        let mut now = match began {
+            Some(b) => {
+                let now = now_ns();
+                spent.rx += now - b;
+                now
+            }
+            None => start,
+        };
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.io(None, |engine, io, _| engine.handle_timeout(now, io));
         }
@@ -196,7 +213,9 @@ impl QpCore {
         }
         // The packets looped back go to their QPs now, together.
         self.handover.flush(&mut outbox.kicks);
-        spent.send += now_ns() - now;
+        if sent > 0 {
+            spent.send += now_ns() - now;
+        }
         spent.add_to(&dev.counters);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
@@ -301,7 +320,13 @@ impl QpCore {
                     // The SRQ was destroyed with its WQEs: no CQ wants the completion.
                     None => self.dev.counters.xrc_completions_dropped.inc(),
                 },
-                _ => outbox.completion(qp, queue, wc, solicited),
+                _ => outbox.completion(
+                    (self.send_cq.as_ref(), self.recv_cq.as_ref()),
+                    qp,
+                    queue,
+                    wc,
+                    solicited,
+                ),
             }
         }
         while let Some(e) = self.engine.poll_event() {
@@ -320,7 +345,7 @@ impl QpCore {
             outbox.event(ev);
         }
         if self.rq.take_srq_limit_reached() {
-            outbox.srq_limit();
+            outbox.srq_limit(srq_of(self));
         }
         if let Some(srq) = self.xrc.as_mut().and_then(|x| x.take_srq_limit_reached()) {
             outbox.xrc_srq_limit(srq);
