@@ -243,6 +243,17 @@ else
 	check "ib_write_lat -s 2 -n 500 through librrxe: posts to a send queue with nothing outstanding ring the doorbell (900 of the 1,000 Writes at least)" \
 		idle_rings ours ilat ib_write_lat -s 2 -n 500 -F -p 18824
 	echo "# $rung"
+	# A doorbell after the response to the QP's last outstanding Read is a ping-pong's next
+	# request: its run is made at once in the system call (qp::object::doorbell,
+	# qp_doorbell_runs), where it was queued on the next vCPU, whose worker had often gone
+	# idle since the response's run. 500 Reads: 499 in a debug boot, none before.
+	read_answers() { # VIA NAME PROG ARGS...: pp through VIA ran most Reads' doorbells at once
+		counted qp_doorbell_runs "doorbell runs at once" send_doorbells "send doorbells" "$@" &&
+			[ "$d1" -ge 250 ]
+	}
+	check "ib_read_lat -s 2 -n 500: the doorbell of a Read posted after the last one's response makes its run at once (250 of the 500 at least)" \
+		read_answers stock rlat ib_read_lat -s 2 -n 500 -F -p 18825
+	echo "# $rung"
 fi
 
 device_down

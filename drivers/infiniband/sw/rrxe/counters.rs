@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 17;
+const WORK_COUNTERS: usize = 18;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -105,6 +105,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("qp_runs_moved"),
     c_str!("qp_runs_now"),
     c_str!("qp_answers_beside"),
+    c_str!("qp_doorbell_runs"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -220,6 +221,9 @@ pub(crate) struct Counters {
     /// Runs queued on the next CPU for sends a run found posted at its last look at the
     /// ring, after it took in messages: likely answers, whose poster is on another CPU.
     pub(crate) qp_answers_beside: Counter,
+    /// Send doorbells that made their QP's run at once, in the system call: those after the
+    /// response to the QP's last outstanding Read or atomic (`qp::object::doorbell`).
+    pub(crate) qp_doorbell_runs: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -342,6 +346,7 @@ impl Counters {
             self.qp_runs_moved.get(),
             self.qp_runs_now.get(),
             self.qp_answers_beside.get(),
+            self.qp_doorbell_runs.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

@@ -414,6 +414,20 @@ impl<T: HasTask> Task<T> {
         Self::deferred(owner.clone()).fire(Place::Here);
     }
 
+    /// Runs `owner`'s task at once, as a kick at [`Place::Now`] does (the kicks its run
+    /// leaves are made after it, in turn), if it is idle and its owner allows it; kicks it
+    /// at `otherwise` if not: a run going on elsewhere, whose end will look again, is no
+    /// reason to wake this CPU's worker, as [`Place::Now`]'s own fallback would. Process
+    /// context, with no lock held.
+    pub(crate) fn run_now_or(owner: &Arc<T>, otherwise: Place) -> Fired {
+        let mut chain = Kicks::new();
+        if Self::run_now(owner, &mut chain) {
+            chain.fire(Place::Now);
+            return Fired::Ran;
+        }
+        Self::deferred(owner.clone()).fire(otherwise)
+    }
+
     /// A kick of `owner`'s task for later, holding the reference given: see [`Kick`].
     pub(crate) fn deferred(owner: Arc<T>) -> Kick {
         Kick {

@@ -13,6 +13,7 @@ use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
 use crate::glue::task::{now_ns, Fired, Kicks, Place, Task, TaskOwner};
 use crate::shared::DeviceShared;
+use crate::transport::opcode::Operation;
 use crate::transport::packet;
 use crate::transport::qp::completion::{AsyncEvent, Completion, WcOpcode, WorkQueue};
 use crate::transport::qp::context::PathHandle;
@@ -178,6 +179,13 @@ impl QpCore {
                     // At once, for the doorbell of a consumer answering this message: it may
                     // see the message (its data, its completion) before this run ends.
                     shared.msn.store(self.engine.msn(), Ordering::Relaxed);
+                    if matches!(
+                        p.info.operation,
+                        Operation::RdmaReadResponse | Operation::AtomicAcknowledge
+                    ) && !self.engine.requests_outstanding()
+                    {
+                        shared.answers.fetch_add(1, Ordering::Relaxed);
+                    }
                     // Completions now, while the datagram's network type is known.
                     self.collect(qp, outbox, ud, Some(pkt.src_ip().is_v4()));
                 }

@@ -337,6 +337,12 @@ impl Qp {
         self.retire(io);
     }
 
+    /// Whether the requester has WQEs started and not yet completed.
+    #[must_use]
+    pub fn requests_outstanding(&self) -> bool {
+        !self.req.is_idle()
+    }
+
     /// Whether [`Qp::poll_transmit`] may have a packet to send: when false it
     /// has none, and a caller with nothing else to ask of it can skip the
     /// call (a run's last one, after its packets). Cheaper than the call,
