@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine profile-guest test-host provider lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine profile-guest profile-insns test-host provider lint clean
 
 all: module
 
@@ -76,6 +76,11 @@ profile-engine: deps
 # sampled by perf in the guest (selftests/rrxe/profile-local.sh).
 profile-guest:
 	@scripts/bench.sh profile
+
+# The guest instructions a perftest iteration costs, function by function, counted by QEMU
+# (scripts/profile-insns.sh): exact, on rrxe and rdma_rxe.
+profile-insns:
+	@scripts/profile-insns.sh
 
 clean:
 	@if [ -d "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi

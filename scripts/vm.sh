@@ -5,7 +5,7 @@
 #   scripts/vm.sh [--variant release|debug] [--out DIR] [--timeout SECONDS]
 #                 [--module PATH.ko]... [--env NAME=VALUE]... [--allow-splat]
 #                 [--ignore-splat REGEX]... [--pcap FILE] [--two] [--wire tcp|unix]
-#                 [--wires 1|2] [--icount SHIFT]
+#                 [--wires 1|2] [--icount SHIFT] [--plugin 'FILE.so[,ARG=VALUE...]']
 #                 [--cmd 'COMMAND'] [--cmd-b 'COMMAND'] [--append 'KERNEL ARGS']
 #   scripts/vm.sh --check-dmesg [--ignore-splat REGEX]... FILE...
 #
@@ -47,10 +47,11 @@ append_extra=
 wire=tcp
 wires=1
 icount=
+plugin=
 
 while (($#)); do
 	case "$1" in
-	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire | --wires | --icount)
+	--variant | --out | --timeout | --module | --env | --pcap | --cmd | --cmd-b | --ignore-splat | --append | --wire | --wires | --icount | --plugin)
 		(($# >= 2)) || die "$1 needs an argument"
 		;;
 	esac
@@ -67,6 +68,7 @@ while (($#)); do
 	--wire) wire=$2 ;;
 	--wires) wires=$2 ;;
 	--icount) icount=$2 ;;
+	--plugin) plugin=$2 ;;
 	--ignore-splat) ignore+=(-i "$2") ;;
 	--two)
 		two=1
@@ -244,6 +246,8 @@ qemu_args() {
 		-fsdev "local,id=results,path=$out,security_model=none"
 		-device "virtio-9p-pci,fsdev=results,mount_tag=results"
 	)
+	# A TCG plugin (scripts/profile-insns.sh counts the guest's instructions with one).
+	[ -z "$plugin" ] || args+=(-plugin "$plugin")
 	if ((two)); then
 		# A listens, B connects. The TCP wire is QEMU's socket netdev, Nagle on: a guest
 		# that pauses after a few frames (a ping-pong, a credit-limited requester) has its

@@ -179,6 +179,8 @@ impl QpCore {
                     // At once, for the doorbell of a consumer answering this message: it may
                     // see the message (its data, its completion) before this run ends.
                     shared.msn.store(self.engine.msn(), Ordering::Relaxed);
+                    // So is the last outstanding Read's response, which the consumer of a
+                    // ping-pong of Reads waits for (see `doorbell`).
                     if matches!(
                         p.info.operation,
                         Operation::RdmaReadResponse | Operation::AtomicAcknowledge
