@@ -146,9 +146,11 @@ else
 	echo "# $rung"
 	# The requester of a queue kept 64 deep runs out of credits now and then (a release
 	# guest's server reposts in bursts): the doorbell, asked for once half the depth is
-	# back, rang 4 times there, where one on every post while asked rang 812.
-	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): a doorbell for one post in a hundred at most" \
-		doorbells 0 20 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
+	# back, rang 4 times there, where one on every post while asked rang 812. Since the
+	# sender's runs got shorter (2026-11-29) it runs out more often: 11 to 21 doorbells in
+	# debug boots, 0 to 3 before.
+	check "ib_send_bw -r 64 -n 2000 through librrxe (64 receives posted): a doorbell for two posts in a hundred at most" \
+		doorbells 0 40 0 ours crd64 ib_send_bw -s 64 -r 64 -t 16 -n 2000 -F -p 18816
 	echo "# $rung"
 	# Send doorbells: while a run of a connected QP's task is going, which looks at the send
 	# ring once more before it ends, the driver says so in another word of the ring's header
