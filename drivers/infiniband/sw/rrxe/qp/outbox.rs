@@ -23,6 +23,14 @@ const CAPACITY: usize = 256;
 /// A QP's send and receive CQs (none for an XRC target).
 pub(crate) type Cqs<'a> = (Option<&'a Arc<CqShared>>, Option<&'a Arc<CqShared>>);
 
+/// The CQ of `queue`, of `cqs`.
+fn cq_of<'a>(cqs: Cqs<'a>, queue: Queue) -> Option<&'a Arc<CqShared>> {
+    match queue {
+        Queue::Send => cqs.0,
+        Queue::Recv => cqs.1,
+    }
+}
+
 /// Which CQ a completion goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Queue {
@@ -94,12 +102,12 @@ impl Outbox {
     /// Keeps a reference to the CQ of `queue`, of `cqs` (the QP's send and receive CQs), for
     /// a delivery owed to it.
     fn hold_cq(&mut self, cqs: Cqs<'_>, queue: Queue) {
-        let (held, cq) = match queue {
-            Queue::Send => (&mut self.send_cq, cqs.0),
-            Queue::Recv => (&mut self.recv_cq, cqs.1),
+        let held = match queue {
+            Queue::Send => &mut self.send_cq,
+            Queue::Recv => &mut self.recv_cq,
         };
         if held.is_none() {
-            *held = cq.cloned();
+            *held = cq_of(cqs, queue).cloned();
         }
     }
 
@@ -147,11 +155,7 @@ impl Outbox {
             self.push(Delivery::Completion(queue, wc, solicited));
             return;
         }
-        let cq = match queue {
-            Queue::Send => cqs.0,
-            Queue::Recv => cqs.1,
-        };
-        let Some(cq) = cq else {
+        let Some(cq) = cq_of(cqs, queue) else {
             return;
         };
         let notice = cq::write(cq, qp, &wc, solicited);
