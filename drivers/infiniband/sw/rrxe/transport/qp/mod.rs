@@ -35,6 +35,7 @@ pub mod wqe;
 
 use super::icrc::ICRC_LEN;
 use super::packet::Packet;
+use super::timer::earliest;
 use completion::{AsyncEvent, Completion, Ring, WcStatus};
 pub use context::{
     AccessFlags, AltPath, MigState, ModifyError, ModifyQp, PKey, Path, PathHandle, QpContext,
@@ -389,14 +390,20 @@ impl Qp {
     /// called: the local ACK timer, the RNR timer, the end of a hold for
     /// credits, or the next recheck of the receive queue for new credits.
     #[must_use]
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
-        let req = matches!(self.ctx.state, QpState::Rts | QpState::Sqd)
-            .then(|| self.req.poll_timeout())
-            .flatten();
-        let resp = matches!(self.ctx.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-            .then(|| self.resp.poll_timeout())
-            .flatten();
-        req.into_iter().chain(resp).min()
+        let state = self.ctx.state;
+        let req = if matches!(state, QpState::Rts | QpState::Sqd) {
+            self.req.poll_timeout()
+        } else {
+            None
+        };
+        let resp = if matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            self.resp.poll_timeout()
+        } else {
+            None
+        };
+        earliest(req, resp)
     }
 
     /// Runs the timers that expired at `now`.
@@ -415,6 +422,7 @@ impl Qp {
     /// Whether [`Qp::poll_completion`] may have work: false means it would return `None`
     /// and change nothing, so a caller that polls after every packet can skip building its
     /// [`Io`] (most packets of a stream complete nothing).
+    #[inline]
     #[must_use]
     pub fn has_completions(&self) -> bool {
         !self.out.completions.is_empty()
@@ -448,6 +456,13 @@ impl Qp {
         let mut s = self.req.stats.take();
         s.add(&self.resp.stats.take());
         s
+    }
+
+    /// Whether [`Qp::poll_event`] has an event.
+    #[inline]
+    #[must_use]
+    pub fn has_events(&self) -> bool {
+        !self.out.events.is_empty()
     }
 
     /// The next asynchronous event.

@@ -25,6 +25,7 @@ use super::super::icrc::ICRC_LEN;
 use super::super::opcode::codes;
 use super::super::packet::{self, ExtHeaders};
 use super::super::psn::{Msn, Psn};
+use super::super::timer::earliest;
 use super::completion::WcStatus;
 use super::context::QpContext;
 use super::io::{Dest, Fault, Io, Transmit};
@@ -482,11 +483,12 @@ impl Requester {
         self.go_back(now, attrs);
     }
 
+    #[inline]
     pub(super) fn poll_timeout(&self) -> Option<u64> {
-        [self.ack_deadline, self.rnr_deadline, self.credit_hold]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(
+            earliest(self.ack_deadline, self.rnr_deadline),
+            self.credit_hold,
+        )
     }
 
     /// Transport timer and RNR timer expiry (IBA 9.7.6.1.3, 9.7.5.2.8).

@@ -319,22 +319,24 @@ impl Responder {
     /// message. Otherwise the ACK of its next message carries the count: a
     /// receiver that reposts as it consumes does not double its packets.
     pub(super) fn post_recv(&mut self, attrs: &QpContext, io: &Io<'_>) {
-        if !Self::reports_credits(attrs, io)
-            || !matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-        {
-            return;
-        }
+        // The cheapest checks first: the glue calls this on every run.
         let (Some(known), Some(told)) = (self.credit_allowance, self.advertised_lsn) else {
             return;
         };
+        if !matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            || !Self::reports_credits(attrs, io)
+        {
+            return;
+        }
         // The glue calls this on every run of the QP, not only after posts:
-        // only a higher LSN is news.
-        let Some(lsn) = self.credit_code(attrs, io).lsn(self.msn) else {
+        // only a higher LSN is news. (The code `credit_code` would give: the
+        // credits are reported, checked above.)
+        let posted = io.rq.posted();
+        let Some(lsn) = self.credits_for(posted).lsn(self.msn) else {
             return;
         };
         // Only posted WQEs are news: a message that took none (a Read, Write or atomic)
         // raised the MSN, and with it the LSN, and its own response or ACK carries that.
-        let posted = io.rq.posted();
         if lsn.is_after(told) && posted > known && known.saturating_mul(2) <= posted {
             self.queue_unsolicited_ack();
         }
@@ -349,11 +351,17 @@ impl Responder {
     /// receive queue can take.
     fn credit_code(&self, attrs: &QpContext, io: &Io<'_>) -> CreditCode {
         if Self::reports_credits(attrs, io) {
-            let taken = self.in_msg == InMessage::Send && self.recv.is_some();
-            CreditCode::from_posted_wqes(io.rq.posted().saturating_add(u32::from(taken)))
+            self.credits_for(io.rq.posted())
         } else {
             CreditCode::NO_CREDIT_INFO
         }
+    }
+
+    /// [`Self::credit_code`] of a QP that reports credits, with `posted` WQEs
+    /// in its receive queue.
+    fn credits_for(&self, posted: u32) -> CreditCode {
+        let taken = self.in_msg == InMessage::Send && self.recv.is_some();
+        CreditCode::from_posted_wqes(posted.saturating_add(u32::from(taken)))
     }
 
     /// An AETH with `code` went out: the requester's allowance starts
@@ -419,6 +427,7 @@ impl Responder {
     }
 
     /// When the receive queue is to be rechecked next.
+    #[inline]
     pub(super) fn poll_timeout(&self) -> Option<u64> {
         self.watch.map(|w| w.next)
     }
