@@ -169,6 +169,12 @@ impl SendRing {
         unseen
     }
 
+    /// Whether [`Self::snapshot`] would find WQEs to copy.
+    #[inline]
+    pub(crate) fn has_new(&self) -> bool {
+        self.names_new(self.producer_index())
+    }
+
     /// Copies the WQEs posted since the last call, resolving each UD WQE's AH number with
     /// `resolve` there and then: the AH is the one named when the WQE was posted, even if
     /// the consumer destroys it before the send goes out (mckey does, right after posting).
@@ -560,6 +566,11 @@ impl RecvRing {
             RecvSource::Srq(srq) => Some(srq),
             RecvSource::Ring(_) | RecvSource::Detached => None,
         }
+    }
+
+    /// Whether [`RecvRing::take_srq_limit_reached`] would say so.
+    pub(crate) fn srq_limit_pending(&self) -> bool {
+        self.srq_limit_reached
     }
 
     /// Whether the SRQ's limit event is owed (once: the flag is cleared).

@@ -29,7 +29,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::mem::{offset_of, ManuallyDrop};
 use core::ptr;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -273,12 +273,29 @@ impl Kicks {
     /// Adds a kick, merged with one already held for the same task.
     pub(crate) fn add(&mut self, kick: Kick) {
         self.added += 1;
-        if self.pending.iter().flatten().any(|k| k.same_task(&kick)) {
-            kick.merge();
-        } else if let Some(free) = self.pending.iter_mut().find(|k| k.is_none()) {
-            *free = Some(kick);
-        } else {
-            kick.fire(Place::Here);
+        self.insert(kick);
+    }
+
+    /// Holds a kick, merged with one already held for the same task.
+    fn insert(&mut self, kick: Kick) {
+        // One pass: a kick of the same task, or else the first free place.
+        let mut free = None;
+        for (i, slot) in self.pending.iter().enumerate() {
+            match slot {
+                Some(k) if k.same_task(&kick) => return kick.merge(),
+                Some(_) => {}
+                None => {
+                    free.get_or_insert(i);
+                }
+            }
+        }
+        match free.and_then(|i| self.pending.get_mut(i)) {
+            Some(slot) => {
+                slot.get_or_insert(kick);
+            }
+            None => {
+                kick.fire(Place::Here);
+            }
         }
     }
 
@@ -289,12 +306,17 @@ impl Kicks {
         self.added += packets.saturating_sub(1);
     }
 
-    /// Moves the kicks of `other` into this batch.
+    /// Moves the kicks of `other` into this batch, with their count.
     pub(crate) fn take_from(&mut self, other: &mut Kicks) {
-        for kick in other.pending.iter_mut().filter_map(Option::take) {
-            self.add(kick);
+        if self.pending.iter().all(Option::is_none) {
+            // Nothing to merge with (a run's kicks moved into the chain it was made in).
+            core::mem::swap(&mut self.pending, &mut other.pending);
+        } else {
+            for kick in other.pending.iter_mut().filter_map(Option::take) {
+                self.insert(kick);
+            }
         }
-        other.added = 0;
+        self.added += core::mem::take(&mut other.added);
     }
 
     /// Fires the batch's kicks at `place`. At [`Place::Now`], each run made at once may add
@@ -354,6 +376,12 @@ pub(crate) struct Task<T: TaskOwner> {
     /// taken and returned exactly once per idle-to-armed transition.
     #[pin]
     state: IrqSpinLock<TimerState>,
+    /// [`TimerState::latest_ns`] while the timer holds its reference, 0 while it does not:
+    /// written under `state`'s lock, read without it by [`Task::arm`], which leaves an
+    /// armed timer that fires in time as it is with no lock taken (most runs of a QP
+    /// with a request outstanding). A stale reading is harmless: the expiry that cleared
+    /// it kicks the task, whose next run arms again.
+    armed_until: AtomicU64,
     /// The CPU the work item was last queued on (-1 before its first kick): a kick for
     /// beside moves the item if it is still pending on the kicker's own CPU.
     cpu: AtomicI32,
@@ -391,6 +419,7 @@ impl<T: HasTask> Task<T> {
                 kernel::c_str!("rrxe_task_timer"),
                 &TIMER_LOCK
             ),
+            armed_until: AtomicU64::new(0),
             cpu: AtomicI32::new(-1),
             runs: AtomicU32::new(0),
             scratch: UnsafeCell::new(scratch),
@@ -518,6 +547,10 @@ impl<T: HasTask> Task<T> {
         let task = owner.task();
         let delay = delay_ns.max(MIN_DELAY_NS);
         let latest = now.saturating_add(delay.saturating_add(delay / 8));
+        let armed = task.armed_until.load(Ordering::Acquire);
+        if armed != 0 && armed <= latest {
+            return false;
+        }
         let mut state = task.state.lock();
         if state.shut || (state.holds_ref && state.latest_ns <= latest) {
             return false;
@@ -529,6 +562,7 @@ impl<T: HasTask> Task<T> {
             state.holds_ref = true;
         }
         state.latest_ns = latest;
+        task.armed_until.store(latest.max(1), Ordering::Release);
         // SAFETY: the timer was initialised in `new` and is not cancelled for good (checked
         // under the lock `shutdown` takes first). Restarting a queued timer moves its
         // expiry; one whose callback is running is queued again, and that callback then
@@ -555,7 +589,12 @@ impl<T: HasTask> Task<T> {
         // SAFETY: the timer was initialised in `new`; process context, not the timer's own
         // callback (which only kicks). Waits for a running callback; nothing arms it again.
         unsafe { bindings::hrtimer_cancel(self.timer.get()) };
-        if core::mem::take(&mut self.state.lock().holds_ref) {
+        let held = {
+            let mut state = self.state.lock();
+            self.armed_until.store(0, Ordering::Release);
+            core::mem::take(&mut state.holds_ref)
+        };
+        if held {
             // SAFETY: the timer was cancelled while armed, so the reference `arm` gave it
             // was never taken back.
             drop(unsafe { Arc::from_raw(self.owner_ptr()) });
@@ -639,6 +678,7 @@ impl<T: HasTask> Task<T> {
                 Arc::clone(&held)
             } else {
                 state.holds_ref = false;
+                task.armed_until.store(0, Ordering::Release);
                 ManuallyDrop::into_inner(held)
             }
         };

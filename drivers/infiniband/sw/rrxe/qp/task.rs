@@ -6,7 +6,7 @@
 //! the timer at the engine's next deadline. Received packets are queued to it from the
 //! receive path; doorbells and Modify kick it.
 
-use super::object::{srq_of, QpCore, QpShared, Spent};
+use super::object::{srq_of, Phase, QpCore, QpShared, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::net::{self, Handover, IpAddr, RxPacket};
 use crate::glue::rdma::attr::AddressVector;
@@ -55,7 +55,7 @@ impl TaskOwner for QpShared {
 
     fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool, chain: &mut Kicks) {
         let start = now_ns();
-        let (left, deadline, dev) = {
+        let (left, mut spent, deadline, dev) = {
             let mut guard = this.core.lock();
             let Some(core) = guard.as_mut() else {
                 return;
@@ -63,11 +63,11 @@ impl TaskOwner for QpShared {
             // The run's own reference: the counters are added to after the mutex is released.
             let dev = core.dev.clone();
             outbox.begin(this.user);
-            let left = core.step(&dev, this, outbox, start);
+            let (left, spent) = core.step(&dev, this, outbox, start);
             let deadline = core.engine.poll_timeout();
             let counters = &dev.counters;
             counters.qp_task_runs.inc();
-            (left, deadline, dev)
+            (left, spent, deadline, dev)
         };
         if now {
             dev.counters.qp_runs_now.inc();
@@ -90,6 +90,8 @@ impl TaskOwner for QpShared {
         // timer armed for as long as they would arm it.
         let mut end = now_ns();
         let counters = &dev.counters;
+        spent.close(end);
+        spent.add_to(counters);
         let delivering = outbox.has_deliveries();
         outbox.deliver(&this.handle, &this.destroyed);
         if delivering {
@@ -127,14 +129,15 @@ impl TaskOwner for QpShared {
 
 impl QpCore {
     /// One run's work under the QP's mutex (`dev` is the QP's device), begun at `start`;
-    /// returns what it left for another.
+    /// returns what it left for another and where its time went (its last phase left open
+    /// for the run's end to close).
     fn step(
         &mut self,
         dev: &DeviceShared,
         shared: &QpShared,
         outbox: &mut Outbox,
         start: u64,
-    ) -> Left {
+    ) -> (Left, Spent) {
         let (rx, qp) = (&shared.rx, &shared.handle);
         self.sq.run_begins();
         let msn = self.engine.msn();
@@ -149,13 +152,17 @@ impl QpCore {
         let mut began = None;
         // Whether packets were left in the backlog at the last look: the one that takes the
         // last packet also tells, so the look that would find it empty is not made (packets
-        // that arrive later have kicked the task, and the end of the run looks again).
-        let mut waiting = true;
+        // that arrive later have kicked the task, and the end of the run looks again). The
+        // first look is the count the last push or pop left, read without the lock: a
+        // doorbell's run usually finds none.
+        let mut waiting = shared.waiting.load(Ordering::Acquire) > 0;
         while waiting && budget > 0 && outbox.room() >= Outbox::RESERVE {
             let (pkt, left) = {
                 let mut backlog = rx.lock();
                 let pkt = backlog.pop();
-                (pkt, backlog.len())
+                let left = backlog.len();
+                shared.waiting.store(left as u32, Ordering::Relaxed);
+                (pkt, left)
             };
             let Some(pkt) = pkt else {
                 break;
@@ -201,32 +208,40 @@ impl QpCore {
         let producer = self.rq.producer();
         self.io(None, |engine, io, _| engine.post_recv(io));
         // A run that took no packets has done nothing since its start worth a clock read of
-        // its own: its sends count from the start.
-        let mut now = match began {
-            Some(b) => {
-                let now = now_ns();
+        // its own: its sends count from the start. One that did reads the clock for its
+        // timers and sends, if it has any (one that took in a Read's response has neither:
+        // the end of the run closes the packet's time).
+        let mut now = start;
+        if let Some(b) = began {
+            if self.engine.poll_timeout().is_some() || self.engine.may_transmit(&self.sq) {
+                now = now_ns();
                 spent.rx += now - b;
-                now
+            } else {
+                spent.open = Some((b, Phase::Rx));
             }
-            None => start,
-        };
+        }
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.io(None, |engine, io, _| engine.handle_timeout(now, io));
         }
         let mut sent = 0;
-        while sent < BUDGET && outbox.room() >= Outbox::RESERVE {
-            let Some(left) = self.transmit(qp.qpn(), &mut outbox.kicks, now, &mut spent) else {
+        let mut more = self.may_send(sent, outbox);
+        while more {
+            let Some(built) = self.transmit(qp.qpn(), &mut outbox.kicks, now, &mut spent) else {
                 break;
             };
-            now = left;
             sent += 1;
+            // The next packet's time is when this one left; after the last, the handover
+            // and the rest of the run count as sending until the run's end reads the clock.
+            more = self.may_send(sent, outbox);
+            if more {
+                now = now_ns();
+                spent.send += now - built;
+            } else {
+                spent.open = Some((built, Phase::Send));
+            }
         }
         // The packets looped back go to their QPs now, together.
         self.handover.flush(&mut outbox.kicks);
-        if sent > 0 {
-            spent.send += now_ns() - now;
-        }
-        spent.add_to(&dev.counters);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
         // provider is asked to ring once it has posted a batch worth an update rather than
@@ -239,9 +254,9 @@ impl QpCore {
         if self.engine.has_stats() {
             dev.counters.add_transport(&self.engine.take_stats());
         }
-        if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
+        let left = if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut
-        } else if unseen || rx.lock().len() > 0 {
+        } else if unseen || shared.waiting.load(Ordering::Relaxed) > 0 {
             Left::Arrived
         } else if self.sq.settle() {
             dev.counters.send_ring_rechecks.inc();
@@ -252,14 +267,24 @@ impl QpCore {
             }
         } else {
             Left::Nothing
-        }
+        };
+        (left, spent)
     }
 
-    /// Sends the engine's next packet, if it has one, and returns when it left, the next
-    /// packet's `now`. `now` is when the packet before left (or a fresh reading): the
-    /// engine counts this packet's retransmission timer from it, the start of the packet's
-    /// own building, not of the run. A packet looped back to a QP of this host leaves its
-    /// QP's kick in `kicks`. The time it took is added to `spent`.
+    /// Whether a run that sent `sent` packets may send another: its budget and the
+    /// outbox's room allow it and the engine may have one.
+    fn may_send(&self, sent: usize, outbox: &Outbox) -> bool {
+        sent < BUDGET && outbox.room() >= Outbox::RESERVE && self.engine.may_transmit(&self.sq)
+    }
+
+    /// Sends the engine's next packet, if it has one, and returns when it was built (the
+    /// time its sending took is the caller's to count, from there). `now` is when the
+    /// packet before left (or a fresh reading): the engine counts this packet's
+    /// retransmission timer from it, the start of the packet's own building, not of the
+    /// run. A packet looped back to a QP of this host leaves its QP's kick in `kicks`. The
+    /// time building it took is added to `spent`. Callers ask the engine's
+    /// `may_transmit` first: most runs end with a call that would find nothing, and the
+    /// look costs less.
     pub(super) fn transmit(
         &mut self,
         qpn: u32,
@@ -267,10 +292,6 @@ impl QpCore {
         now: u64,
         spent: &mut Spent,
     ) -> Option<u64> {
-        // Most runs end with a call that finds nothing; this look costs less.
-        if !self.engine.may_transmit(&self.sq) {
-            return None;
-        }
         let t = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io))?;
         let built = now_ns();
         spent.build += built - now;
@@ -292,9 +313,7 @@ impl QpCore {
             ),
             None => self.dev.counters.tx_no_path.inc(),
         }
-        let left = now_ns();
-        spent.send += left - built;
-        Some(left)
+        Some(built)
     }
 
     /// Which of the QP's paths a packet came over: it arrived on the path's port, its source
@@ -318,7 +337,28 @@ impl QpCore {
 
     /// Moves the engine's completions and events into the outbox (and the SRQ's limit
     /// event, if taking a WQE owed it), as far as there is room.
+    #[inline(always)]
     fn collect(&mut self, qp: &QpHandle, outbox: &mut Outbox, ud: bool, network_v4: Option<bool>) {
+        // Most of a run's calls (five a 2-byte Read, over its three runs) find nothing:
+        // asking costs less than the call.
+        if self.engine.has_completions()
+            || self.engine.has_events()
+            || self.rq.srq_limit_pending()
+            || self.xrc.as_ref().is_some_and(|x| x.srq_limit_pending())
+        {
+            self.collect_all(qp, outbox, ud, network_v4);
+        }
+    }
+
+    /// [`QpCore::collect`] once there is something to collect.
+    #[inline(never)]
+    fn collect_all(
+        &mut self,
+        qp: &QpHandle,
+        outbox: &mut Outbox,
+        ud: bool,
+        network_v4: Option<bool>,
+    ) {
         while outbox.room() > 1 && self.engine.has_completions() {
             let Some(c) = self.io(None, |engine, io, _| engine.poll_completion(io)) else {
                 break;

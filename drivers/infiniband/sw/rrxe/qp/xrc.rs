@@ -41,6 +41,11 @@ impl XrcTarget {
         }
     }
 
+    /// Whether [`XrcTarget::take_srq_limit_reached`] has an SRQ to report.
+    pub(super) fn srq_limit_pending(&self) -> bool {
+        self.ring.srq_limit_pending()
+    }
+
     /// The SRQ owed its limit event by the WQEs taken last, if one is (once).
     pub(super) fn take_srq_limit_reached(&mut self) -> Option<Arc<SrqShared>> {
         if self.ring.take_srq_limit_reached() {
