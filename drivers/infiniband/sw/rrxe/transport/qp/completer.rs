@@ -343,7 +343,7 @@ impl Requester {
     /// ring is full; the next call resumes. Returns whether it completed the
     /// WQE a halted requester waited on (see `Requester::fail_local`): the
     /// QP's local error now applies.
-    #[inline]
+    #[inline(always)]
     pub(super) fn retire(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) -> bool {
         // Every packet built or taken in asks: most find the oldest WQE unfinished.
         if !flush && !self.has_finished() {
@@ -353,11 +353,13 @@ impl Requester {
     }
 
     /// Whether the oldest WQE in flight is finished, and so retires next.
+    #[inline]
     pub(super) fn has_finished(&self) -> bool {
         self.len > 0 && self.slot(0).done.is_some()
     }
 
     /// [`Self::retire`] once there may be something to retire.
+    #[inline(never)]
     fn retire_finished(&mut self, io: &mut Io<'_>, out: &mut Outputs, flush: bool) -> bool {
         while self.len > 0 && !out.completions.is_full() {
             let slot = self.slot(0);
