@@ -11,10 +11,11 @@
 # kernel's symbols (modules' included), those in user space to one line. Counts of
 # instructions, not of time: two runs of one commit agree within a few instructions an
 # iteration, and a commit's effect shows function by function. Under TCG time follows them
-# for kernel code (Documentation/rrxe/benchmarks.rst); a polling program's own count
-# follows the time it waits. PROFILE_DRIVERS picks the drivers (default "rrxe rdma_rxe"),
-# PROFILE_TOP the lines shown (40); PROFILE_MODULE names an rrxe.ko built before (another
-# commit's, for a comparison) to load instead of the tree's.
+# for kernel code (Documentation/rrxe/benchmarks.rst); user space's count follows time
+# (perftest's clock-rate calibration loop, a polling program's wait), not the iterations.
+# PROFILE_DRIVERS picks the drivers (default "rrxe rdma_rxe"), PROFILE_TOP the lines shown
+# (40); PROFILE_MODULE names an rrxe.ko built before (another commit's, for a comparison)
+# to load instead of the tree's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
