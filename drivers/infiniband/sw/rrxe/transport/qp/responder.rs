@@ -319,7 +319,8 @@ impl Responder {
     /// message. Otherwise the ACK of its next message carries the count: a
     /// receiver that reposts as it consumes does not double its packets.
     pub(super) fn post_recv(&mut self, attrs: &QpContext, io: &Io<'_>) {
-        // The cheapest checks first: the glue calls this on every run.
+        // The glue calls this on every run of the QP, not only after posts:
+        // the cheapest checks come first, and only a higher LSN is news.
         let (Some(known), Some(told)) = (self.credit_allowance, self.advertised_lsn) else {
             return;
         };
@@ -328,9 +329,7 @@ impl Responder {
         {
             return;
         }
-        // The glue calls this on every run of the QP, not only after posts:
-        // only a higher LSN is news. (The code `credit_code` would give: the
-        // credits are reported, checked above.)
+        // The queue's count is read once, for the LSN and the comparison alike.
         let posted = io.rq.posted();
         let Some(lsn) = self.credits_for(posted).lsn(self.msn) else {
             return;
