@@ -87,6 +87,9 @@ unsigned long rrxe_rx_index_lock(void);
 void rrxe_rx_index_unlock(unsigned long flags);
 void rrxe_rcu_read_lock(void);
 void rrxe_rcu_read_unlock(void);
+struct rcu_head;
+void rrxe_call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *head));
+void rrxe_rcu_barrier(void);
 int rrxe_udp_sock_create(struct net *net, bool ipv6, u16 port, struct socket **sockp);
 int rrxe_setup_udp_tunnel_sock(struct net *net, struct socket *sock,
 			       int (*encap_rcv)(struct sock *, struct sk_buff *));
@@ -119,6 +122,7 @@ int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 t
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		struct dst_entry **dstp);
 bool rrxe_param_credits(void);
+bool rrxe_param_run_times(void);
 /*
  * The netdev the port2 parameter names for a device over @first: 0 if none, 1 with *@second
  * held, -ENODEV if @name (IFNAMSIZ bytes) is not a netdev of @first's namespace.

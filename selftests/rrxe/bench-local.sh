@@ -17,7 +17,9 @@
 #    the doorbell rrxe asks for while the sender waits for credits) and on rdma_rxe, with
 #    rrxe's credit holds, receive doorbells and RNR NAKs a message.
 # BENCH_TABLES picks the tables: "main" (all but the slow receiver), "credits" (it alone);
-# both by default.
+# both by default. BENCH_RUN_TIMES=1 has rrxe's runs time themselves (the run_times module
+# parameter) and prints where their time went; its clock readings then count in every
+# figure of rrxe's.
 # With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
 #  - RDMA Write bandwidth from 2 B to 1 MiB, Send and RDMA Read at 4 KiB and 1 MiB (MB/s);
 #  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
@@ -36,6 +38,7 @@ CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
 RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
 TABLES=${BENCH_TABLES:-main credits}
 CREDITS_PARAM=/sys/module/rrxe/parameters/credits
+RUN_TIMES=${BENCH_RUN_TIMES:-0}
 ADDR=198.18.9.1
 rc=0
 port=19000
@@ -231,6 +234,7 @@ for r in $(seq "$REPEAT"); do
 	for mod in $mods; do
 		kmod=${mod/librrxe/rrxe}
 		bench_device "$kmod" bv0 "$ADDR" || exit 1
+		[ "$kmod" = rrxe ] && echo "$RUN_TIMES" >/sys/module/rrxe/parameters/run_times
 		echo "# round $r: $mod"
 		if [ "$mod" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
 		if [[ " $TABLES " == *" main "* ]]; then
@@ -302,24 +306,28 @@ row "  QP task runs/msg" "rate,runs"
 row "  QP timer arms/msg" "rate,arms"
 echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
 echo
-echo "rrxe's QP task runs, us a message (an iteration), median (min-max) and spread: the whole"
-echo "run, and its parts (rx: received packets; build and send: packets sent; deliver:"
-echo "completions to CQs; arm: the timer); the rest of a run is its bookkeeping"
-printf '%-30s %22s %5s\n' "" "rrxe" ""
-prow() { # LABEL KEY
-	printf '%-30s %22s %5s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")"
-}
-for key in write,bw send,bw read,bw write,lat send,lat read,lat rate; do
-	case $key in
-	*,bw) label="ib_${key%,*}_bw 64KiB" ;;
-	*,lat) label="ib_${key%,*}_lat 2B" ;;
-	rate) label="ib_write_bw 64B" ;;
-	esac
-	prow "$label run" "$key,run"
-	for part in rx build send deliver arm; do
-		prow "  $part" "$key,$part"
+if [ "$RUN_TIMES" = 1 ]; then
+	echo "rrxe's QP task runs, us a message (an iteration), median (min-max) and spread: the whole"
+	echo "run, and its parts (rx: received packets; build and send: packets sent; deliver:"
+	echo "completions to CQs; arm: the timer); the rest of a run is its bookkeeping"
+	printf '%-30s %22s %5s\n' "" "rrxe" ""
+	prow() { # LABEL KEY
+		printf '%-30s %22s %5s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")"
+	}
+	for key in write,bw send,bw read,bw write,lat send,lat read,lat rate; do
+		case $key in
+		*,bw) label="ib_${key%,*}_bw 64KiB" ;;
+		*,lat) label="ib_${key%,*}_lat 2B" ;;
+		rate) label="ib_write_bw 64B" ;;
+		esac
+		prow "$label run" "$key,run"
+		for part in rx build send deliver arm; do
+			prow "  $part" "$key,$part"
+		done
 	done
-done
+else
+	echo "(rrxe's runs were not timed: BENCH_RUN_TIMES=1 times them and prints where their time went)"
+fi
 if [[ $mods == *librrxe* ]]; then
 	echo
 	echo "rrxe through librrxe (the project's provider) and through rdma-core's rxe provider"

@@ -9,6 +9,7 @@ use crate::glue::bindings as b;
 use crate::glue::module_param::Limit;
 use crate::glue::net::{RxBinding, RxHandler, RxPacket};
 use crate::glue::netdev::NetDevice;
+use crate::glue::rcu::RcuSection;
 use crate::glue::rdma::attr::{DeviceAttr, PortAttr, PortImmutable};
 use crate::glue::rdma::object::XrcdId;
 use crate::glue::task::{Kick, Kicks};
@@ -92,12 +93,12 @@ impl DeviceCore {
 }
 
 impl RxHandler for DeviceCore {
-    fn receive(&self, pkt: RxPacket) -> Option<Kick> {
+    fn receive(&self, pkt: RxPacket, rcu: &RcuSection) -> Option<Kick> {
         match self.route(&pkt) {
-            Route::Qp(index) => self.qps.deliver(&self.shared, index, pkt),
+            Route::Qp(index) => self.qps.deliver(&self.shared, index, pkt, rcu),
             Route::Multicast => {
                 // Kicks each member QP's task itself.
-                self.mcast.deliver(&self.qps, &self.shared, pkt);
+                self.mcast.deliver(&self.qps, &self.shared, pkt, rcu);
                 None
             }
             Route::Drop(counter) => {
@@ -108,16 +109,16 @@ impl RxHandler for DeviceCore {
         }
     }
 
-    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks) {
+    fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks, rcu: &RcuSection) {
         self.shared.counters.loopback_handovers.inc();
         let mut last = LastQp::new();
         for pkt in pkts.iter_mut().filter_map(Option::take) {
             match self.route(&pkt) {
                 Route::Qp(index) => {
                     self.qps
-                        .deliver_batched(&self.shared, index, pkt, &mut last, kicks)
+                        .deliver_batched(&self.shared, index, pkt, &mut last, kicks, rcu)
                 }
-                Route::Multicast => self.mcast.deliver(&self.qps, &self.shared, pkt),
+                Route::Multicast => self.mcast.deliver(&self.qps, &self.shared, pkt, rcu),
                 Route::Drop(counter) => {
                     counter.inc();
                     pkt.discard();

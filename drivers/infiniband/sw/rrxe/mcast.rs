@@ -18,6 +18,7 @@
 use crate::counters::Counters;
 use crate::glue::net::{IpAddr, RxPacket};
 use crate::glue::netdev::NetDevice;
+use crate::glue::rcu::RcuSection;
 use crate::glue::sync::{IrqSpinLock, LockClass};
 use crate::qp::object::QpTable;
 use crate::shared::DeviceShared;
@@ -256,8 +257,15 @@ impl McastTable {
     }
 
     /// Delivers a packet addressed to the multicast QP: a copy to every QP attached to its
-    /// destination GID, none (counted) if no QP is. Any context; does not sleep.
-    pub(crate) fn deliver(&self, qps: &QpTable, dev: &DeviceShared, pkt: RxPacket) {
+    /// destination GID, none (counted) if no QP is. Any context, inside the RCU read-side
+    /// section `rcu` (the receive path's); does not sleep.
+    pub(crate) fn deliver(
+        &self,
+        qps: &QpTable,
+        dev: &DeviceShared,
+        pkt: RxPacket,
+        rcu: &RcuSection,
+    ) {
         let counters: &Counters = &dev.counters;
         let gid = pkt.dst_ip().octets();
         let (qpns, len) = {
@@ -277,10 +285,10 @@ impl McastTable {
         // Each member's task is kicked at once: dropping its kick fires it.
         for &qpn in others {
             match pkt.try_clone() {
-                Ok(copy) => drop(qps.deliver(dev, qpn, copy)),
+                Ok(copy) => drop(qps.deliver(dev, qpn, copy, rcu)),
                 Err(_) => counters.mcast_copy_failures.inc(),
             }
         }
-        drop(qps.deliver(dev, last, pkt));
+        drop(qps.deliver(dev, last, pkt, rcu));
     }
 }

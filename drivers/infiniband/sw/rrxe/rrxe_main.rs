@@ -53,6 +53,9 @@ struct RrxeModule {
     _registration: glue::rdma::link::Registration<verbs::Rrxe>,
     _tasks: glue::task::TaskQueue,
     _netns: glue::net::NetnsWatch,
+    /// Last: the QPs the registration's teardown destroyed leave their tables after a
+    /// grace period, in RCU callbacks that run this module's code.
+    _rcu: glue::rcu::RcuBarrier,
 }
 
 impl kernel::Module for RrxeModule {
@@ -66,6 +69,7 @@ impl kernel::Module for RrxeModule {
             _registration: registration,
             _tasks: tasks,
             _netns: netns,
+            _rcu: glue::rcu::RcuBarrier::new(),
         })
     }
 }

@@ -33,6 +33,20 @@ bool rrxe_param_credits(void)
 }
 
 /*
+ * Timing a QP task run and its parts costs clock readings on the data path (under TCG 34 ns
+ * each, eight a looped-back 2-byte Read): like the scheduler's schedstats, off unless asked.
+ */
+static bool run_times;
+module_param(run_times, bool, 0644);
+MODULE_PARM_DESC(run_times,
+		 "Time every QP task run and its parts in the qp_*_ns counters of rdma statistic, at a few clock readings a run; read at each run (default: 0)");
+
+bool rrxe_param_run_times(void)
+{
+	return READ_ONCE(run_times);
+}
+
+/*
  * Two-port devices: "NETDEV:NETDEV2[,NETDEV:NETDEV2...]". A device added over NETDEV gets a
  * second port over NETDEV2, so that a QP's alternate path can leave over another wire (IBA
  * 17.2.8). Netdev names cannot contain ':' or ',' (dev_valid_name), so the pairs parse
@@ -444,6 +458,16 @@ void rrxe_rcu_read_lock(void)
 void rrxe_rcu_read_unlock(void)
 {
 	rcu_read_unlock();
+}
+
+void rrxe_call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *head))
+{
+	call_rcu(head, func);
+}
+
+void rrxe_rcu_barrier(void)
+{
+	rcu_barrier();
 }
 
 void rrxe_tunnel_lock(void)

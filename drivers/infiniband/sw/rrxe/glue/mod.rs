@@ -12,6 +12,7 @@ pub(crate) mod module_param;
 pub(crate) mod net;
 pub(crate) mod netdev;
 pub(crate) mod queue;
+pub(crate) mod rcu;
 pub(crate) mod rdma;
 pub(crate) mod stats;
 pub(crate) mod sync;

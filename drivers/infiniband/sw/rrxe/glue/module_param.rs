@@ -12,6 +12,13 @@ pub(crate) fn credits() -> bool {
     unsafe { bindings::rrxe_param_credits() }
 }
 
+/// `run_times`: whether QP task runs time themselves and their parts (the `qp_*_ns`
+/// counters), at the cost of clock readings the transport does not need.
+pub(crate) fn run_times() -> bool {
+    // SAFETY: reads a module-lifetime bool (with READ_ONCE); callable in any context.
+    unsafe { bindings::rrxe_param_run_times() }
+}
+
 /// An object kind whose count per device a module parameter bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Limit {

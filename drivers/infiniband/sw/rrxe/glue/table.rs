@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Object tables: `u32` indices handed out cyclically, each mapping to an `Arc` of an object
-//! (an allocating xarray).
+//! (an allocating xarray). [`RcuTable`] is one whose lookups take no lock, in an RCU
+//! read-side section.
 //!
 //! # Locking
 //!
@@ -25,6 +26,7 @@
 //! process context (see [`crate::mr`]).
 
 use super::bindings;
+use super::rcu::{drop_after_grace_period, RcuSection};
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use kernel::error::to_result;
@@ -213,5 +215,54 @@ impl<T> Reservation<'_, T> {
 impl<T> Drop for Reservation<'_, T> {
     fn drop(&mut self) {
         self.table.release(self.index);
+    }
+}
+
+/// An [`IndexTable`] read with no lock, inside an RCU read-side section: the table's
+/// reference to an object it no longer holds is dropped only a grace period after the
+/// object left ([`drop_after_grace_period`]), so a lookup that found it may take a
+/// reference of its own until its section ends. For objects whose last reference may go
+/// in any context (the table's may go in softirq). The receive path looks a QP up for
+/// every packet, in a section it is in anyway: under TCG the table's lock, taken with
+/// interrupts saved, cost 44 ns, twice a looped-back Read.
+#[pin_data]
+pub(crate) struct RcuTable<T> {
+    #[pin]
+    table: IndexTable<T>,
+}
+
+impl<T: Send + Sync> RcuTable<T> {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            table <- IndexTable::new(),
+        })
+    }
+
+    /// As [`IndexTable::reserve`].
+    pub(crate) fn reserve(&self, min: u32, max: u32) -> Result<Reservation<'_, T>> {
+        self.table.reserve(min, max)
+    }
+
+    /// A new reference to the object at `index`, if there is one.
+    pub(crate) fn get(&self, index: u32, _section: &RcuSection) -> Option<Arc<T>> {
+        let xa = self.table.xa.get();
+        // SAFETY: the xarray is initialised; xa_load is safe against concurrent changes
+        // (it takes the RCU read lock itself); reserved slots read as NULL.
+        let entry = unsafe { bindings::xa_load(xa, index as usize) };
+        (!entry.is_null()).then(|| {
+            // SAFETY: every non-NULL entry is an `Arc::into_raw` the table owns, and the
+            // table drops it only a grace period after erasing it (`remove`): we are in a
+            // read-side section that began before, so the reference is still alive.
+            Arc::from(unsafe { kernel::sync::ArcBorrow::from_raw(entry.cast::<T>().cast_const()) })
+        })
+    }
+
+    /// Takes the object at `index` out of the table; the table's reference to it is
+    /// dropped after a grace period, in softirq. Process context.
+    pub(crate) fn remove(&self, index: u32) {
+        if let Some(object) = self.table.remove(index) {
+            drop_after_grace_period(object);
+        }
     }
 }

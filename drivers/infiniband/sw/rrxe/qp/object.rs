@@ -21,12 +21,13 @@ use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
 use crate::glue::net::{Handover, RxPacket};
+use crate::glue::rcu::RcuSection;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
 use crate::glue::rdma::object::{PdId, QpHandle, XrcdId};
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass};
-use crate::glue::table::IndexTable;
+use crate::glue::table::RcuTable;
 use crate::glue::task::{impl_has_task, now_ns, Fired, Kick, Kicks, Place, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::{MrCache, QpMemory};
@@ -92,6 +93,11 @@ pub(crate) struct QpShared {
     /// The producer sides of a kernel QP's rings, and whether its queues take work.
     #[pin]
     pub(super) posters: IrqSpinLock<Posters>,
+    /// [`Posters::sends`] as Modify and destroy last left it under `posters`' lock, for a
+    /// user QP's doorbell to read without the lock (once a Read, 44 ns under TCG): one
+    /// racing a Modify either kicks a run, in which the engine's state decides what is
+    /// sent, or is refused as if it had come first.
+    sends_open: AtomicBool,
     /// Set by destroy before it returns; from then on the task delivers nothing.
     pub(super) destroyed: AtomicBool,
     /// Whether the QP is connected (RC, UC, XRC): its doorbell leaves the send queue to
@@ -111,6 +117,11 @@ pub(crate) struct QpShared {
     doorbell_answers: AtomicU32,
     /// The QP's consumer (its number, its event handler), for deliveries.
     pub(super) handle: QpHandle,
+    /// The QP's device, for the counters a run adds to after letting go of the mutex
+    /// (`core`'s own reference goes with the QP's destroy). The QP's last reference, and
+    /// so perhaps the device's, may go in any context: nothing of the device sleeps as it
+    /// goes (the core has destroyed the objects in its tables by then).
+    pub(super) dev: Arc<DeviceShared>,
     /// Where the QP is in the device's table: its number, but for the GSI QP of a port
     /// other than 1 (see [`QpTable::index_of`]).
     index: u32,
@@ -155,10 +166,20 @@ pub(super) struct QpCore {
     pub(super) mrs: MrCache,
 }
 
-/// Where a run's (or a doorbell's) time went, in ns, added to the device's counters once
-/// at its end rather than packet by packet.
-#[derive(Default)]
+/// A run's (or a doorbell's) clock: its readings, and, if it is timed (the `run_times`
+/// module parameter), where its time went, in ns, added to the device's counters once at
+/// its end rather than packet by packet. Untimed, the clock is read only for the engine:
+/// each packet taken in has a reading of its own (a timer it starts must not count from
+/// before it arrived), a packet sent counts from the run's latest reading (the packet's
+/// taken in just before, if any, as a timed run's first send counts from the run's start)
+/// and the timer is armed from it too (a delay counted from earlier in the run ends that
+/// much later, never earlier). A timed 2-byte Read reads the clock 11 times, 34 ns each
+/// under TCG; an untimed one 3 times.
 pub(super) struct Spent {
+    /// Whether the run is timed.
+    pub(super) timed: bool,
+    /// The run's latest clock reading.
+    latest: Option<u64>,
     /// Taking in packets.
     pub(super) rx: u64,
     /// Building packets (the engine's `poll_transmit`).
@@ -166,8 +187,8 @@ pub(super) struct Spent {
     /// Sending them, and handing looped-back ones over.
     pub(super) send: u64,
     /// The work going on since a clock reading, for the next reading to close
-    /// ([`Spent::close`]): a run does not read the clock only to end a phase when the
-    /// run's own end comes next (a 2-byte Read read it 16 times, 34 ns each under TCG).
+    /// ([`Spent::close`]): a timed run does not read the clock only to end a phase when
+    /// the run's own end comes next.
     pub(super) open: Option<(u64, Phase)>,
 }
 
@@ -179,6 +200,33 @@ pub(super) enum Phase {
 }
 
 impl Spent {
+    /// A clock with no reading yet, timed if `timed`.
+    pub(super) fn new(timed: bool) -> Self {
+        Self {
+            timed,
+            latest: None,
+            rx: 0,
+            build: 0,
+            send: 0,
+            open: None,
+        }
+    }
+
+    /// Reads the clock.
+    pub(super) fn now(&mut self) -> u64 {
+        let now = now_ns();
+        self.latest = Some(now);
+        now
+    }
+
+    /// The run's latest reading, or a new one if it has none.
+    pub(super) fn latest(&mut self) -> u64 {
+        match self.latest {
+            Some(t) => t,
+            None => self.now(),
+        }
+    }
+
     /// Ends the open phase at `now`, a clock reading.
     pub(super) fn close(&mut self, now: u64) {
         match self.open.take() {
@@ -188,11 +236,13 @@ impl Spent {
         }
     }
 
-    /// Adds the times to `counters`.
+    /// Adds the times to `counters`, if the run is timed.
     pub(super) fn add_to(&self, counters: &Counters) {
-        counters.qp_rx_ns.add(self.rx);
-        counters.qp_tx_build_ns.add(self.build);
-        counters.qp_tx_send_ns.add(self.send);
+        if self.timed {
+            counters.qp_rx_ns.add(self.rx);
+            counters.qp_tx_build_ns.add(self.build);
+            counters.qp_tx_send_ns.add(self.send);
+        }
     }
 }
 
@@ -216,15 +266,17 @@ impl QpCore {
 
     /// Sends up to [`DOORBELL_BUDGET`] of the engine's packets from a doorbell's system call.
     fn transmit_some(&mut self, qpn: u32, kicks: &mut Kicks) {
-        let mut spent = Spent::default();
-        let mut now = now_ns();
+        let mut spent = Spent::new(module_param::run_times());
+        let mut now = spent.now();
         let mut sent = 0;
         while sent < DOORBELL_BUDGET && self.engine.may_transmit(&self.sq) {
             let Some(built) = self.transmit(qpn, kicks, now, &mut spent) else {
                 break;
             };
-            now = now_ns();
-            spent.send += now - built;
+            now = spent.now();
+            if spent.timed {
+                spent.send += now - built;
+            }
             sent += 1;
         }
         self.handover.flush(kicks);
@@ -266,19 +318,21 @@ impl QpCore {
 /// A device's QPs, by QP number.
 #[pin_data]
 pub(crate) struct QpTable {
+    /// Looked up with no lock by the receive path, in the RCU read-side section it is in:
+    /// a destroyed QP's entry goes with a grace period's delay, in softirq, where a QP's
+    /// last reference may go anyway.
     #[pin]
-    qps: IndexTable<QpShared>,
+    qps: RcuTable<QpShared>,
 }
 
 impl QpTable {
     /// An empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            qps <- IndexTable::new(),
+            qps <- RcuTable::new(),
         })
     }
 
-    /// Queues a received packet to QP `qpn` and kicks its task (softirq context).
     /// Where a packet for QP `qpn` that arrived on `port` goes in the table: each port has
     /// a GSI QP numbered 1 (IBA 3.5.1), the one of port N at index N; the numbers below
     /// [`params::MIN_QPN`] are no other QP's, and QP0 (the SMI) does not exist on RoCE.
@@ -292,8 +346,14 @@ impl QpTable {
 
     /// Delivers a packet to the QP at table index `index` (see [`Self::index_of`]); returns
     /// the kick its task is owed.
-    pub(crate) fn deliver(&self, dev: &DeviceShared, index: u32, pkt: RxPacket) -> Option<Kick> {
-        let Some(qp) = self.qps.get(index) else {
+    pub(crate) fn deliver(
+        &self,
+        dev: &DeviceShared,
+        index: u32,
+        pkt: RxPacket,
+        rcu: &RcuSection,
+    ) -> Option<Kick> {
+        let Some(qp) = self.qps.get(index, rcu) else {
             dev.counters.rx_no_qp.inc();
             return None;
         };
@@ -311,10 +371,11 @@ impl QpTable {
         pkt: RxPacket,
         last: &mut LastQp,
         kicks: &mut Kicks,
+        rcu: &RcuSection,
     ) {
         if !last.qp.as_ref().is_some_and(|(i, _, _)| *i == index) {
             last.kick(kicks);
-            last.qp = self.qps.get(index).map(|qp| (index, qp, 0));
+            last.qp = self.qps.get(index, rcu).map(|qp| (index, qp, 0));
         }
         let Some((_, qp, packets)) = last.qp.as_mut() else {
             dev.counters.rx_no_qp.inc();
@@ -525,6 +586,7 @@ pub(crate) fn create(
                 c_str!("rrxe_qp_post"),
                 &POST_LOCK
             ),
+            sends_open: AtomicBool::new(false),
             destroyed: AtomicBool::new(false),
             connected,
             user,
@@ -534,6 +596,7 @@ pub(crate) fn create(
             waiting: AtomicU32::new(0),
             doorbell_answers: AtomicU32::new(0),
             handle,
+            dev: dev.clone(),
             index,
         }),
         GFP_KERNEL,
@@ -553,7 +616,7 @@ pub(crate) fn create(
 /// handler the QP's own task called (see `outbox.rs`).
 pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
     let shared = &qp.shared;
-    drop(qps.qps.remove(shared.index));
+    qps.qps.remove(shared.index);
     shared.destroyed.store(true, Ordering::Release);
     shared.task.shutdown();
     // Taken out in process context, so that whatever may sleep to free (rings, MR
@@ -563,6 +626,7 @@ pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
     let posters = {
         let mut p = shared.posters.lock();
         p.sends = false;
+        shared.sends_open.store(false, Ordering::Release);
         p.receives = false;
         (p.sq.take(), p.rq.take())
     };
@@ -573,17 +637,13 @@ pub(crate) fn destroy(qps: &QpTable, qp: &RrxeQp) {
 /// Rings the send doorbell (IBA 11.4.1.1; rdma_rxe's ABI posts with no WRs).
 /// A run moved beside (see `Place::Beside`), or made at once, is counted in `counters`.
 pub(crate) fn doorbell(qp: &RrxeQp, counters: &Counters) -> Result {
-    let user = {
-        let posters = qp.shared.posters.lock();
-        if !posters.sends {
-            // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
-            return Err(EINVAL);
-        }
-        posters.sq.is_none()
-    };
+    if !qp.shared.sends_open.load(Ordering::Acquire) {
+        // rdma_rxe refuses too; the WQEs wait in the ring for a later doorbell.
+        return Err(EINVAL);
+    }
     let mut place = Place::Here;
     let mut at_once = false;
-    if user {
+    if qp.shared.user {
         let shared = &qp.shared;
         // A doorbell after messages arrived from the peer is likely an answer to them, as
         // in a ping-pong, where the process waits for the next one anyway: its run is
@@ -788,6 +848,7 @@ pub(crate) fn modify(qp: &RrxeQp, m: &QpModify) -> Result {
     {
         let mut posters = shared.posters.lock();
         posters.sends = sends;
+        shared.sends_open.store(sends, Ordering::Release);
         posters.receives = receives;
         // IBA 10.3.1: entering RESET empties the work queues. Under the posters' lock, so a
         // kernel post either landed before (and goes) or sees the queues closed.

@@ -8,10 +8,11 @@
 
 use super::object::{srq_of, Phase, QpCore, QpShared, Spent};
 use super::outbox::{Outbox, Queue};
+use crate::glue::module_param;
 use crate::glue::net::{self, Handover, IpAddr, RxPacket};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
-use crate::glue::task::{now_ns, Fired, Kicks, Place, Task, TaskOwner};
+use crate::glue::task::{Fired, Kicks, Place, Task, TaskOwner};
 use crate::shared::DeviceShared;
 use crate::transport::opcode::Operation;
 use crate::transport::packet;
@@ -54,20 +55,19 @@ impl TaskOwner for QpShared {
     }
 
     fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool, chain: &mut Kicks) {
-        let start = now_ns();
-        let (left, mut spent, deadline, dev) = {
+        let mut spent = Spent::new(module_param::run_times());
+        let start = spent.timed.then(|| spent.now());
+        let dev = &*this.dev;
+        let (left, deadline) = {
             let mut guard = this.core.lock();
             let Some(core) = guard.as_mut() else {
                 return;
             };
-            // The run's own reference: the counters are added to after the mutex is released.
-            let dev = core.dev.clone();
             outbox.begin(this.user);
-            let (left, spent) = core.step(&dev, this, outbox, start);
+            let left = core.step(dev, this, outbox, &mut spent);
             let deadline = core.engine.poll_timeout();
-            let counters = &dev.counters;
-            counters.qp_task_runs.inc();
-            (left, spent, deadline, dev)
+            dev.counters.qp_task_runs.inc();
+            (left, deadline)
         };
         if now {
             dev.counters.qp_runs_now.inc();
@@ -85,29 +85,37 @@ impl TaskOwner for QpShared {
         } else {
             chain.take_from(&mut outbox.kicks);
         }
-        // The clock is read again only after work that took time: most runs of a user QP
-        // have nothing to deliver (their completions are in the CQ already) and find the
-        // timer armed for as long as they would arm it.
-        let mut end = now_ns();
+        // A timed run reads the clock again only after work that took time: most runs of a
+        // user QP have nothing to deliver (their completions are in the CQ already) and
+        // find the timer armed for as long as they would arm it.
         let counters = &dev.counters;
-        spent.close(end);
-        spent.add_to(counters);
+        let mut end = 0;
+        if spent.timed {
+            end = spent.now();
+            spent.close(end);
+            spent.add_to(counters);
+        }
         let delivering = outbox.has_deliveries();
         outbox.deliver(&this.handle, &this.destroyed);
-        if delivering {
-            let delivered = now_ns();
+        if spent.timed && delivering {
+            let delivered = spent.now();
             counters.qp_deliver_ns.add(delivered - end);
             end = delivered;
         }
         if let Some(deadline) = deadline {
-            if Task::arm(this, end, deadline.saturating_sub(end)) {
+            let now = spent.latest();
+            if Task::arm(this, now, deadline.saturating_sub(now)) {
                 counters.qp_timer_arms.inc();
-                let armed = now_ns();
-                counters.qp_timer_arm_ns.add(armed - end);
-                end = armed;
+                if spent.timed {
+                    let armed = spent.now();
+                    counters.qp_timer_arm_ns.add(armed - now);
+                    end = armed;
+                }
             }
         }
-        counters.qp_run_ns.add(end - start);
+        if let Some(start) = start {
+            counters.qp_run_ns.add(end - start);
+        }
         match left {
             Left::Nothing => {}
             // On the next CPU, the poster's (on two CPUs: it posted while this run had this
@@ -128,16 +136,16 @@ impl TaskOwner for QpShared {
 }
 
 impl QpCore {
-    /// One run's work under the QP's mutex (`dev` is the QP's device), begun at `start`;
-    /// returns what it left for another and where its time went (its last phase left open
-    /// for the run's end to close).
+    /// One run's work under the QP's mutex (`dev` is the QP's device), with the run's
+    /// clock, which it leaves with where its time went (its last phase open for the run's
+    /// end to close); returns what it left for another run.
     fn step(
         &mut self,
         dev: &DeviceShared,
         shared: &QpShared,
         outbox: &mut Outbox,
-        start: u64,
-    ) -> (Left, Spent) {
+        spent: &mut Spent,
+    ) -> Left {
         let (rx, qp) = (&shared.rx, &shared.handle);
         self.sq.run_begins();
         let msn = self.engine.msn();
@@ -146,7 +154,6 @@ impl QpCore {
         let qp_type = self.engine.context().qp_type;
         let ud = !qp_type.is_connected();
         let mut budget = BUDGET;
-        let mut spent = Spent::default();
         // When the packet before began (its end is the next one's start: one clock read a
         // packet).
         let mut began = None;
@@ -172,8 +179,8 @@ impl QpCore {
             // The packet's own time, not the run's nor the packet before's: it may have
             // arrived after either began, and a timer it starts (an RNR NAK's, IBA
             // 9.7.5.2.8, a minimum) must not count from before its arrival.
-            let now = now_ns();
-            if let Some(b) = began.replace(now) {
+            let now = spent.now();
+            if let Some(b) = began.replace(now).filter(|_| spent.timed) {
                 spent.rx += now - b;
             }
             match packet::parse(pkt.bth_to_icrc(), Some(pmtu)) {
@@ -207,26 +214,31 @@ impl QpCore {
         // call): an RC responder that advertised no credits owes the requester an update.
         let producer = self.rq.producer();
         self.io(None, |engine, io, _| engine.post_recv(io));
-        // A run that took no packets has done nothing since its start worth a clock read of
-        // its own: its sends count from the start. One that did reads the clock for its
-        // timers and sends, if it has any (one that took in a Read's response has neither:
-        // the end of the run closes the packet's time).
-        let mut now = start;
-        if let Some(b) = began {
+        // A timed run that took no packets has done nothing since its start worth a clock
+        // read of its own: its sends count from the start. One that did reads the clock for
+        // its timers and sends, if it has any (one that took in a Read's response has
+        // neither: the end of the run closes the packet's time). An untimed run's timers
+        // and first send count from its last packet taken in, or from a reading of their
+        // own.
+        if let Some(b) = began.filter(|_| spent.timed) {
             if self.engine.poll_timeout().is_some() || self.engine.may_transmit(&self.sq) {
-                now = now_ns();
+                let now = spent.now();
                 spent.rx += now - b;
             } else {
                 spent.open = Some((b, Phase::Rx));
             }
         }
-        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
-            self.io(None, |engine, io, _| engine.handle_timeout(now, io));
+        if let Some(due) = self.engine.poll_timeout() {
+            let now = spent.latest();
+            if due <= now {
+                self.io(None, |engine, io, _| engine.handle_timeout(now, io));
+            }
         }
         let mut sent = 0;
         let mut more = self.may_send(sent, outbox);
+        let mut now = if more { spent.latest() } else { 0 };
         while more {
-            let Some(built) = self.transmit(qp.qpn(), &mut outbox.kicks, now, &mut spent) else {
+            let Some(built) = self.transmit(qp.qpn(), &mut outbox.kicks, now, spent) else {
                 break;
             };
             sent += 1;
@@ -234,9 +246,11 @@ impl QpCore {
             // and the rest of the run count as sending until the run's end reads the clock.
             more = self.may_send(sent, outbox);
             if more {
-                now = now_ns();
-                spent.send += now - built;
-            } else {
+                now = spent.now();
+                if spent.timed {
+                    spent.send += now - built;
+                }
+            } else if spent.timed {
                 spent.open = Some((built, Phase::Send));
             }
         }
@@ -254,7 +268,7 @@ impl QpCore {
         if self.engine.has_stats() {
             dev.counters.add_transport(&self.engine.take_stats());
         }
-        let left = if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
+        if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut
         } else if unseen || shared.waiting.load(Ordering::Relaxed) > 0 {
             Left::Arrived
@@ -267,8 +281,7 @@ impl QpCore {
             }
         } else {
             Left::Nothing
-        };
-        (left, spent)
+        }
     }
 
     /// Whether a run that sent `sent` packets may send another: its budget and the
@@ -278,13 +291,13 @@ impl QpCore {
     }
 
     /// Sends the engine's next packet, if it has one, and returns when it was built (the
-    /// time its sending took is the caller's to count, from there). `now` is when the
-    /// packet before left (or a fresh reading): the engine counts this packet's
-    /// retransmission timer from it, the start of the packet's own building, not of the
-    /// run. A packet looped back to a QP of this host leaves its QP's kick in `kicks`. The
-    /// time building it took is added to `spent`. Callers ask the engine's
-    /// `may_transmit` first: most runs end with a call that would find nothing, and the
-    /// look costs less.
+    /// time its sending took is the caller's to count, from there; `now` if the run is
+    /// untimed). `now` is when the packet before left (or a reading of the run's): the
+    /// engine counts this packet's retransmission timer from it, the start of the packet's
+    /// own building, not of the run. A packet looped back to a QP of this host leaves its
+    /// QP's kick in `kicks`. A timed run adds the time building it took to `spent`.
+    /// Callers ask the engine's `may_transmit` first: most runs end with a call that would
+    /// find nothing, and the look costs less.
     pub(super) fn transmit(
         &mut self,
         qpn: u32,
@@ -293,8 +306,13 @@ impl QpCore {
         spent: &mut Spent,
     ) -> Option<u64> {
         let t = self.io(None, |engine, io, tx| engine.poll_transmit(now, tx, io))?;
-        let built = now_ns();
-        spent.build += built - now;
+        let built = if spent.timed {
+            let built = spent.now();
+            spent.build += built - now;
+            built
+        } else {
+            now
+        };
         let path = match t.dest {
             Dest::Ah(handle) => self.sq.dest(handle),
             Dest::Path(h) => self.paths.get(usize::from(h.0)).copied().flatten(),
