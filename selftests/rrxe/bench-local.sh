@@ -94,6 +94,12 @@ perf() {
 	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
 	echo "# $key $prog $*: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
+	# A rate of zero over iterations that ran is perftest failing to calibrate its cycle
+	# counter against the clock (under TCG, now and then): no figure, and its words.
+	if [ "$kind" != lat ] && awk '{ exit !($4 + 0 == 0) }' <<<"$row"; then
+		echo "# $key: no figure (perftest's clock: $(grep -iE 'correlation|conflicting|mhz' <<<"$out" | head -2 | tr '\n' ' '))"
+		return
+	fi
 	if [ -n "$w0" ] && [ -n "$w1" ]; then
 		local k=0 name
 		for name in $WORK_KEYS; do

@@ -1172,11 +1172,11 @@ pub(crate) fn loopback_in_place(
     path: &TxPath,
     buf: &mut KVec<u8>,
     len: usize,
-    pool: &BufferPool,
+    (pool, spare): (&BufferPool, &mut SpareBuffer),
     handover: &mut Handover,
     kicks: &mut Kicks,
 ) -> Result {
-    let pkt = match in_place(netdev, path, buf, len, pool) {
+    let pkt = match in_place(netdev, path, buf, len, pool, spare) {
         Ok(pkt) => pkt,
         Err(e) => {
             bump(&COUNTERS.tx_errors);
@@ -1195,10 +1195,11 @@ fn in_place(
     buf: &mut KVec<u8>,
     len: usize,
     pool: &BufferPool,
+    spare: &mut SpareBuffer,
 ) -> Result<RxPacket> {
     check_looped_back(path, len)?;
     let bytes = buf.get(..len).ok_or(EINVAL)?;
-    let Some(mut packet) = pool.take(buf.len()) else {
+    let Some(mut packet) = pool.take(buf.len(), spare) else {
         let pkt = looped_back(netdev, path, bytes)?;
         pool.allocated.fetch_add(1, Ordering::Relaxed);
         return Ok(pkt);
@@ -1313,11 +1314,12 @@ const POOL_BUFFERS: usize = 64;
 /// Packet buffers of one size that the QPs of a device pass around in loopback: a sending
 /// QP hands the buffer its packet was built in to the receiving QP and takes one from the
 /// pool in its place ([`loopback_in_place`]); the receiving QP gives it back once it has
-/// taken the packet in ([`BufferPool::recycle`]). A buffer is allocated (zeroed) only when
-/// the pool is empty, and at most [`POOL_BUFFERS`] are kept. Process context: QP task runs
-/// and doorbells' system calls send and take in looped-back packets (the receive path in
-/// softirq only queues them), so the pool's lock leaves interrupts on (under TCG taking it
-/// with interrupts saved cost 44 ns against 16, four times a looped-back Read).
+/// taken the packet in ([`BufferPool::recycle`]). Each QP keeps one of its own first
+/// ([`SpareBuffer`]): the pool serves streams, whose sender takes more than it receives. A
+/// buffer is allocated (zeroed) only when the pool is empty, and at most [`POOL_BUFFERS`]
+/// are kept. Process context: QP task runs and doorbells' system calls send and take in
+/// looped-back packets (the receive path in softirq only queues them), so the pool's lock
+/// leaves interrupts on (under TCG taking it with interrupts saved cost 44 ns against 16).
 #[pin_data]
 pub(crate) struct BufferPool {
     #[pin]
@@ -1345,11 +1347,14 @@ impl BufferPool {
         self.allocated.load(Ordering::Relaxed)
     }
 
-    /// A `size`-byte buffer: a recycled one, or a new one, zeroed; `None` for another size
-    /// or when no memory is left.
-    fn take(&self, size: usize) -> Option<KVec<u8>> {
+    /// A `size`-byte buffer: `spare`'s, a recycled one, or a new one, zeroed; `None` for
+    /// another size or when no memory is left.
+    fn take(&self, size: usize, spare: &mut SpareBuffer) -> Option<KVec<u8>> {
         if size != self.size {
             return None;
+        }
+        if let Some(buf) = spare.0.take() {
+            return Some(buf);
         }
         {
             let mut free = self.free.lock();
@@ -1369,9 +1374,9 @@ impl BufferPool {
         Some(buf)
     }
 
-    /// Frees a packet that was taken in, keeping its buffer if it is one of the pool's size
-    /// and the pool is not full.
-    pub(crate) fn recycle(&self, pkt: RxPacket) {
+    /// Frees a packet that was taken in, keeping its buffer if it is one of the pool's size:
+    /// as `spare` if that has none, or in the pool if it is not full.
+    pub(crate) fn recycle(&self, pkt: RxPacket, spare: &mut SpareBuffer) {
         let (backing, netdev) = pkt.into_parts();
         drop(netdev);
         let buf = match backing {
@@ -1380,6 +1385,10 @@ impl BufferPool {
             // SAFETY: we own the skb.
             Backing::Skb(skb) => return unsafe { bindings::rrxe_consume_skb(skb.as_ptr()) },
         };
+        if spare.0.is_none() {
+            spare.0 = Some(buf);
+            return;
+        }
         let mut free = self.free.lock();
         if free.len() < POOL_BUFFERS {
             // The pool's vector grows to its bound once; failing to grow frees the buffer.
@@ -1387,6 +1396,14 @@ impl BufferPool {
         }
     }
 }
+
+/// A QP's own loopback buffer of its device's [`BufferPool`]'s size, kept between taking a
+/// looped-back packet in and sending one: the QP that takes a packet in keeps its buffer
+/// here before giving it to the pool, and sends its next packet in it, so that the two
+/// QPs of a ping-pong trade buffers without the pool's lock (four times a looped-back
+/// 2-byte Read, each with five calls). Freed with the QP.
+#[derive(Default)]
+pub(crate) struct SpareBuffer(Option<KVec<u8>>);
 
 // ---------------------------------------------------------------------------------------
 // The soft-RoCE receive index: which handler a netdev's packets go to

@@ -20,7 +20,7 @@ use crate::counters::Counters;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
-use crate::glue::net::{Handover, RxPacket};
+use crate::glue::net::{Handover, RxPacket, SpareBuffer};
 use crate::glue::rcu::RcuSection;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
 use crate::glue::rdma::object::{PdId, QpHandle, XrcdId};
@@ -162,6 +162,8 @@ pub(super) struct QpCore {
     /// Packets looped back and not yet handed over: a run's or a doorbell's sends go to
     /// their QPs together.
     pub(super) handover: Handover,
+    /// A loopback buffer kept from the last packet taken in, for the next one sent.
+    pub(super) spare: SpareBuffer,
     /// The MRs the engine's last accesses reached, for the next ones of the same use.
     pub(super) mrs: MrCache,
 }
@@ -566,6 +568,7 @@ pub(crate) fn create(
         xrc,
         tx: KVec::from_elem(0u8, MAX_PACKET_LEN, GFP_KERNEL)?,
         handover: Handover::new()?,
+        spare: SpareBuffer::default(),
         mrs: MrCache::default(),
     };
     let connected = init.qp_type.is_connected();

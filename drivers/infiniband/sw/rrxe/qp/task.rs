@@ -9,7 +9,7 @@
 use super::object::{srq_of, Phase, QpCore, QpShared, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::module_param;
-use crate::glue::net::{self, Handover, IpAddr, RxPacket};
+use crate::glue::net::{self, Handover, IpAddr, RxPacket, SpareBuffer};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
 use crate::glue::task::{Fired, Kicks, Place, Task, TaskOwner};
@@ -208,7 +208,7 @@ impl QpCore {
                 Err(_) => dev.counters.rx_malformed.inc(),
             }
             // A looped-back packet's buffer goes back to the device's pool.
-            dev.buffers.recycle(pkt);
+            dev.buffers.recycle(pkt, &mut self.spare);
         }
         // Receives may have been posted since the last run (user QPs post without a system
         // call): an RC responder that advertised no credits owes the requester an update.
@@ -326,7 +326,7 @@ impl QpCore {
                 &av,
                 qpn,
                 (&mut self.tx, t.len),
-                &mut self.handover,
+                (&mut self.handover, &mut self.spare),
                 kicks,
             ),
             None => self.dev.counters.tx_no_path.inc(),
@@ -502,15 +502,15 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
 
 /// Sends the `len`-byte packet at the start of `tx` along `av`, out of the netdev of its
 /// port; traffic to this device's own address takes the loopback path (which hands over
-/// `tx` itself and leaves a buffer of the device's pool in its place; the packet joins
-/// `handover`, which may hand over what it held to make room, adding kicks to `kicks`),
-/// everything else the netdev's IP stack.
+/// `tx` itself and leaves `spare`, or a buffer of the device's pool, in its place; the
+/// packet joins `handover`, which may hand over what it held to make room, adding kicks to
+/// `kicks`), everything else the netdev's IP stack.
 fn send(
     dev: &DeviceShared,
     av: &AddressVector,
     qpn: u32,
     (tx, len): (&mut KVec<u8>, usize),
-    handover: &mut Handover,
+    (handover, spare): (&mut Handover, &mut SpareBuffer),
     kicks: &mut Kicks,
 ) {
     let path = net::TxPath {
@@ -526,7 +526,8 @@ fn send(
         return;
     };
     let result = if av.sgid == av.dgid {
-        net::loopback_in_place(&port.netdev, &path, tx, len, &dev.buffers, handover, kicks)
+        let pool = (&dev.buffers, spare);
+        net::loopback_in_place(&port.netdev, &path, tx, len, pool, handover, kicks)
     } else {
         net::transmit(&port.netdev, &path, &tx[..len])
     };
