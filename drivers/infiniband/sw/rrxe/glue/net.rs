@@ -1274,6 +1274,8 @@ impl Handover {
             .and_then(Option::as_ref)
             .map(|p| p.netdev.as_raw())
         else {
+            // Held packets fill the first places (never: a hole at the first).
+            pkts.iter_mut().for_each(|place| drop(place.take()));
             return;
         };
         COUNTERS.rx_packets.fetch_add(len as u64, Ordering::Relaxed);
