@@ -93,10 +93,10 @@ pub(crate) struct QpShared {
     /// The producer sides of a kernel QP's rings, and whether its queues take work.
     #[pin]
     pub(super) posters: IrqSpinLock<Posters>,
-    /// [`Posters::sends`] as Modify and destroy last left it under `posters`' lock, for a
-    /// user QP's doorbell to read without the lock (once a Read, 44 ns under TCG): one
-    /// racing a Modify either kicks a run, in which the engine's state decides what is
-    /// sent, or is refused as if it had come first.
+    /// [`Posters::sends`] as Modify and destroy last left it under `posters`' lock, for
+    /// the send doorbell to read without the lock (once a user QP's Read, 44 ns under
+    /// TCG): one racing a Modify either kicks a run, in which the engine's state decides
+    /// what is sent, or is refused as if it had come first.
     sends_open: AtomicBool,
     /// Set by destroy before it returns; from then on the task delivers nothing.
     pub(super) destroyed: AtomicBool,
