@@ -256,6 +256,30 @@ else
 	check "ib_read_lat -s 2 -n 500: the doorbell of a Read posted after the last one's response makes its run at once (250 of the 500 at least)" \
 		read_answers stock rlat ib_read_lat -s 2 -n 500 -F -p 18825
 	echo "# $rung"
+	# A hand-over that finds the receiving QP idle with an empty backlog claims its next
+	# run and gives it the packets directly (Inbox in qp/backlog.rs, loopback_handed_in),
+	# where it pushed them to the backlog and the run popped them, under an
+	# interrupt-saving lock each way: a Read's request and its response both go so. 500
+	# Reads are 1,000 packets (and their doorbell runs); 998 in a release boot.
+	handed_in() { # VIA NAME PROG ARGS...: pp through VIA handed most packets in directly
+		counted loopback_handed_in "packets handed in" sent_pkts "sent" "$@" &&
+			[ "$d1" -ge 500 ] && [ "$d1" -le "$d2" ]
+	}
+	check "ib_read_lat -s 2 -n 500: requests and responses are handed straight to their QPs' claimed runs (500 of the 1,000 packets at least)" \
+		handed_in stock hlat ib_read_lat -s 2 -n 500 -F -p 18826
+	echo "# $rung"
+	# A stream mixes the two: a hand-over of more packets than an inbox holds claims the
+	# run, gives it the first eight and queues the rest behind them, and the next claims
+	# it only once the backlog is empty again. The responder takes every sender's packets
+	# in the order sent: none out of sequence (a packet taken in out of order is counted
+	# and NAKed, and the Write retransmitted), with some handed in.
+	in_order() { # VIA NAME PROG ARGS...: pp through VIA handed some in, none taken out of order
+		counted loopback_handed_in "packets handed in" out_of_seq_requests "out of sequence" "$@" &&
+			[ "$d1" -ge 1 ] && [ "$d2" = 0 ]
+	}
+	check "ib_write_bw -s 16384 -n 2000 (32,000 packets): some handed straight in, none taken in out of order" \
+		in_order stock ordw ib_write_bw -s 16384 -n 2000 -F -p 18827
+	echo "# $rung"
 fi
 
 device_down

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 18;
+const WORK_COUNTERS: usize = 19;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -102,6 +102,7 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("send_ring_rechecks"),
     c_str!("loopback_handovers"),
     c_str!("loopback_buffers_allocated"),
+    c_str!("loopback_handed_in"),
     c_str!("qp_runs_moved"),
     c_str!("qp_runs_now"),
     c_str!("qp_answers_beside"),
@@ -212,6 +213,9 @@ pub(crate) struct Counters {
     /// Batches of looped-back packets handed to the device's QPs (`Handover::flush`): one a
     /// sending run or doorbell, where every packet was one before.
     pub(crate) loopback_handovers: Counter,
+    /// Of the looped-back packets, those a hand-over gave straight to the receiving QP's
+    /// next run, which it had claimed (`Inbox`), rather than to its backlog.
+    pub(crate) loopback_handed_in: Counter,
     /// QP runs moved to the CPU beside the one kicking them, where they were pending
     /// (`Place::Beside`): a stream's two QPs kept from sharing one CPU.
     pub(crate) qp_runs_moved: Counter,
@@ -343,6 +347,7 @@ impl Counters {
             self.send_ring_rechecks.get(),
             self.loopback_handovers.get(),
             loopback_buffers,
+            self.loopback_handed_in.get(),
             self.qp_runs_moved.get(),
             self.qp_runs_now.get(),
             self.qp_answers_beside.get(),

@@ -13,8 +13,9 @@
 //!
 //! A work item never runs concurrently with itself (all workqueues are non-reentrant), so a
 //! task run needs no lock against itself; its scratch space ([`TaskOwner::Scratch`]) is
-//! reached only from the run. Work runs on the driver's own workqueue ([`TaskQueue`]),
-//! which module exit destroys, waiting for every run still going.
+//! reached only from the run, or by the holder of a claim of the next run ([`Claim`]),
+//! which keeps every run from starting meanwhile. Work runs on the driver's own workqueue
+//! ([`TaskQueue`]), which module exit destroys, waiting for every run still going.
 //!
 //! Deadlines use a high-resolution timer, not the timer wheel: an RNR NAK timer is a
 //! minimum wait (IBA Table 45, from 10 us), and the wheel counts whole jiffies (the delay
@@ -152,7 +153,8 @@ pub(crate) enum Place {
     Now,
 }
 
-/// [`Task`]'s run state: a run (the work item's or one made [`Place::Now`]) is going on.
+/// [`Task`]'s run state: a run (the work item's or one made [`Place::Now`]) is going on, or
+/// is claimed ([`Task::claim`]).
 const RUNNING: u32 = 1 << 0;
 /// The work item found a run made now going on: that run's end queues it again.
 const AGAIN: u32 = 1 << 1;
@@ -163,13 +165,19 @@ const SHUT: u32 = 1 << 2;
 /// the task's owner, and queues the work item when fired, or here when dropped unfired, so a
 /// kick is never lost. Any context.
 pub(crate) struct Kick {
-    /// `Arc::into_raw` of the owner.
+    /// `Arc::into_raw` of the owner, with [`CLAIMED`] set in its (alignment) low bit if the
+    /// kick holds the task's next run ([`Task::claim`]): it makes that run, or lets go of
+    /// it before it queues the work item. A flag of its own would make a kick half as large
+    /// again, and every batch of them moved with it.
     owner: *const c_void,
     /// Queues the owner's work item (unless given no place), or runs it at once adding
     /// the kicks of that run to the batch given ([`Place::Now`]), and consumes the
-    /// reference; what it did.
+    /// reference (and the claim, if it holds one); what it did.
     queue: unsafe fn(*const c_void, Option<Place>, &mut Kicks) -> Fired,
 }
+
+/// The bit of [`Kick::owner`] that says the kick holds a claim.
+const CLAIMED: usize = 1;
 
 /// What firing a [`Kick`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,14 +229,21 @@ impl Kick {
 
     /// Whether `other` kicks the same task.
     fn same_task(&self, other: &Kick) -> bool {
-        ptr::eq(self.owner, other.owner)
+        self.owner as usize & !CLAIMED == other.owner as usize & !CLAIMED
     }
 
-    /// Drops the kick unfired, for one that [`Kick::same_task`] says another covers.
+    /// Whether the kick holds a claim of the task's next run.
+    fn claimed(&self) -> bool {
+        self.owner as usize & CLAIMED != 0
+    }
+
+    /// Drops the kick unfired, for one that [`Kick::same_task`] says another covers. A
+    /// claimed kick covers the others, and is never merged into one.
     fn merge(self) {
         let this = ManuallyDrop::new(self);
         // SAFETY: as in `fire_into`; the thunk only drops the reference, the owner's type
-        // being erased here.
+        // being erased here (or, for a claimed kick, which no caller merges, lets go of the
+        // claim and queues the work item).
         unsafe { (this.queue)(this.owner, None, &mut Kicks::new()) };
     }
 }
@@ -280,8 +295,12 @@ impl Kicks {
     fn insert(&mut self, kick: Kick) {
         // One pass: a kick of the same task, or else the first free place.
         let mut free = None;
-        for (i, slot) in self.pending.iter().enumerate() {
+        for (i, slot) in self.pending.iter_mut().enumerate() {
             match slot {
+                // The claimed kick stays: it holds the run the other would queue.
+                Some(k) if k.same_task(&kick) && kick.claimed() => {
+                    return core::mem::replace(k, kick).merge();
+                }
                 Some(k) if k.same_task(&kick) => return kick.merge(),
                 Some(_) => {}
                 None => {
@@ -346,6 +365,59 @@ impl Kicks {
     }
 }
 
+/// A task's next run, claimed ([`Task::claim`]): its holder has the run's scratch until it
+/// turns the claim into the kick that makes the run ([`Claim::into_kick`]); dropped, it
+/// lets go of the run and queues the work item, which makes it.
+pub(crate) struct Claim<T: HasTask> {
+    /// The reference the kick takes over.
+    owner: ManuallyDrop<Arc<T>>,
+}
+
+impl<T: HasTask> Claim<T> {
+    /// The task's owner.
+    pub(crate) fn owner(&self) -> &Arc<T> {
+        &self.owner
+    }
+
+    /// The claimed run's scratch.
+    pub(crate) fn scratch(&mut self) -> &mut T::Scratch {
+        // SAFETY: the claim holds `RUNNING`, which keeps every run and every other claim
+        // from the scratch; the borrow of `self` ends before the claim is given up.
+        unsafe { &mut *self.owner.task().scratch.get() }
+    }
+
+    /// The kick that makes the claimed run (at once, fired [`Place::Now`]) or, fired
+    /// elsewhere or dropped, lets go of it and queues the work item there.
+    pub(crate) fn into_kick(self) -> Kick {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: taken once, `this` not dropped.
+        Self::kick_of(unsafe { ManuallyDrop::take(&mut this.owner) })
+    }
+
+    /// The claimed kick holding `owner`, the claim's reference.
+    fn kick_of(owner: Arc<T>) -> Kick {
+        // The owner holds a task, whose atomics align it to more than the bit.
+        const { assert!(core::mem::align_of::<T>() > CLAIMED) };
+        Kick {
+            // The bit is clear in an aligned pointer: adding it sets it.
+            owner: Arc::into_raw(owner)
+                .cast::<u8>()
+                .wrapping_add(CLAIMED)
+                .cast(),
+            queue: Task::<T>::queue_thunk,
+        }
+    }
+}
+
+impl<T: HasTask> Drop for Claim<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, in the drop.
+        let owner = unsafe { ManuallyDrop::take(&mut self.owner) };
+        // Lets go of the claim, and queues the work item for what it was given.
+        drop(Self::kick_of(owner));
+    }
+}
+
 static TIMER_LOCK: LockClass = LockClass::new();
 
 /// Shortest delay a deadline is armed with: a deadline already due still leaves the CPU to
@@ -385,8 +457,8 @@ pub(crate) struct Task<T: TaskOwner> {
     /// The CPU the work item was last queued on (-1 before its first kick): a kick for
     /// beside moves the item if it is still pending on the kicker's own CPU.
     cpu: AtomicI32,
-    /// [`RUNNING`], [`AGAIN`] and [`SHUT`]: which of the work item and a run made
-    /// [`Place::Now`] has the scratch.
+    /// [`RUNNING`], [`AGAIN`] and [`SHUT`]: which of the work item, a run made
+    /// [`Place::Now`] and a claim has the scratch.
     runs: AtomicU32,
     scratch: UnsafeCell<T::Scratch>,
 }
@@ -465,16 +537,58 @@ impl<T: HasTask> Task<T> {
         }
     }
 
+    /// Claims `owner`'s next run, if its owner allows runs made at once
+    /// ([`TaskOwner::runs_now`]) and no run is going on or claimed: until the claim is let
+    /// go, no run starts (a work item that finds it held is queued again when it goes), and
+    /// the claim's holder has the run's scratch, to leave the run work (received packets
+    /// it takes in before any others, in the order they arrived). Gives `owner` back if
+    /// the run could not be claimed. Any context.
+    pub(crate) fn claim(owner: Arc<T>) -> core::result::Result<Claim<T>, Arc<T>> {
+        if !owner.runs_now() || !owner.task().try_claim() {
+            return Err(owner);
+        }
+        Ok(Claim {
+            owner: ManuallyDrop::new(owner),
+        })
+    }
+
+    /// Takes [`RUNNING`] if no run is going on or claimed; whether it did.
+    fn try_claim(&self) -> bool {
+        self.runs
+            .compare_exchange(0, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Lets go of a claim of the run that was not made: a work item that found it held is
+    /// left to the caller, which queues it anyway.
+    fn release(&self) {
+        self.runs.fetch_and(SHUT, Ordering::Release);
+    }
+
     /// Queues the work item of the owner `owner` is a reference to at `place` (nowhere for
     /// `None`), or runs it now ([`Place::Now`]), and drops that reference unless the work
-    /// item took it; what it did.
+    /// item took it; what it did. A claimed kick makes the run it holds now, or lets go of
+    /// it and queues the work item, here if given no place: the claim left the run work.
     ///
     /// # Safety
     ///
-    /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again.
+    /// `owner` must be `Arc::into_raw` of an `Arc<T>`, not used again, with [`CLAIMED`] set
+    /// if it holds the claim of [`Task::claim`], which is then given up here.
     unsafe fn queue_thunk(owner: *const c_void, place: Option<Place>, chain: &mut Kicks) -> Fired {
-        // SAFETY: per the function contract.
-        let owner = unsafe { Arc::<T>::from_raw(owner.cast()) };
+        let claimed = owner as usize & CLAIMED;
+        // SAFETY: per the function contract, once the flag is cleared.
+        let owner = unsafe { Arc::<T>::from_raw(owner.cast::<u8>().wrapping_sub(claimed).cast()) };
+        let claimed = claimed != 0;
+        let place = if claimed {
+            if place == Some(Place::Now) {
+                Self::run_claimed(&owner, chain);
+                return Fired::Ran;
+            }
+            owner.task().release();
+            place.or(Some(Place::Here))
+        } else {
+            place
+        };
         let wq = QUEUE.load(Ordering::Acquire);
         let Some(mut place) = place.filter(|_| !wq.is_null()) else {
             return Fired::Queued;
@@ -517,23 +631,23 @@ impl<T: HasTask> Task<T> {
     /// adding the kicks it wants made at once to `chain`; whether it did. A work item
     /// queued meanwhile that found this run going on is queued again at its end.
     fn run_now(owner: &Arc<T>, chain: &mut Kicks) -> bool {
-        let task = owner.task();
-        if !owner.runs_now()
-            || task
-                .runs
-                .compare_exchange(0, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+        if !owner.runs_now() || !owner.task().try_claim() {
             return false;
         }
-        // SAFETY: `RUNNING`, taken above, keeps every other run (the work item's or one
-        // made now) from the scratch until it is released below.
+        Self::run_claimed(owner, chain);
+        true
+    }
+
+    /// Makes the run whose claim (`RUNNING`) the caller holds, and lets go of it.
+    fn run_claimed(owner: &Arc<T>, chain: &mut Kicks) {
+        let task = owner.task();
+        // SAFETY: `RUNNING`, held by the caller, keeps every other run (the work item's or
+        // one made now) and claim from the scratch until it is released below.
         let scratch = unsafe { &mut *task.scratch.get() };
         T::run(owner, scratch, true, chain);
         if task.runs.fetch_and(SHUT, Ordering::Release) & AGAIN != 0 {
             Self::kick(owner);
         }
-        true
     }
 
     /// Has the timer queue the work item `delay_ns` after `now` (a [`now_ns`] reading) at

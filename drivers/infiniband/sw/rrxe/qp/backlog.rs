@@ -115,3 +115,62 @@ impl Backlog {
         )
     }
 }
+
+/// Packets an inbox holds; more go to the backlog, after them.
+const INBOX_SLOTS: usize = 8;
+
+/// Packets a loopback hand-over gave a QP's run directly, having claimed it
+/// (`Task::claim`): the run takes them before its backlog, with no lock, since only the
+/// holder of the run (the claim's, then the run itself) reaches them. A hand-over claims
+/// the run only when the backlog is empty, so the sender's earlier packets have all been
+/// taken in, and its later ones join the inbox or, once the claim is handed on, the
+/// backlog behind it: each sender's packets are taken in in the order it sent them (an RC
+/// responder treats a packet out of order as a lost one, and UC and UD lose the message),
+/// while packets of different senders had no order to keep.
+pub(crate) struct Inbox {
+    slots: [Option<RxPacket>; INBOX_SLOTS],
+    head: usize,
+    len: usize,
+}
+
+impl Inbox {
+    /// An empty inbox.
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: [const { None }; INBOX_SLOTS],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Adds a packet after those held; gives it back if the inbox is full.
+    pub(crate) fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
+        if self.len == INBOX_SLOTS {
+            return Err(pkt);
+        }
+        self.slots[(self.head + self.len) % INBOX_SLOTS] = Some(pkt);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Takes the oldest packet.
+    pub(crate) fn pop(&mut self) -> Option<RxPacket> {
+        if self.len == 0 {
+            return None;
+        }
+        let pkt = self.slots[self.head].take();
+        self.head = (self.head + 1) % INBOX_SLOTS;
+        self.len -= 1;
+        pkt
+    }
+
+    /// Whether no packet is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Drops every packet held.
+    pub(crate) fn clear(&mut self) {
+        while self.pop().is_some() {}
+    }
+}

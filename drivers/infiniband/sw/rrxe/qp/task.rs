@@ -6,7 +6,8 @@
 //! the timer at the engine's next deadline. Received packets are queued to it from the
 //! receive path; doorbells and Modify kick it.
 
-use super::object::{srq_of, Phase, QpCore, QpShared, Spent};
+use super::backlog::Inbox;
+use super::object::{srq_of, Phase, QpCore, QpShared, RunScratch, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::module_param;
 use crate::glue::net::{self, Handover, IpAddr, RxPacket, SpareBuffer};
@@ -48,23 +49,26 @@ enum Left {
 const OVERLAP_PACKETS: usize = 16;
 
 impl TaskOwner for QpShared {
-    type Scratch = Outbox;
+    type Scratch = RunScratch;
 
     fn runs_now(&self) -> bool {
         self.user
     }
 
-    fn run(this: &Arc<Self>, outbox: &mut Outbox, now: bool, chain: &mut Kicks) {
+    fn run(this: &Arc<Self>, scratch: &mut RunScratch, now: bool, chain: &mut Kicks) {
+        let RunScratch { outbox, inbox } = scratch;
         let mut spent = Spent::new(module_param::run_times());
         let start = spent.timed.then(|| spent.now());
         let dev = &*this.dev;
         let (left, deadline) = {
             let mut guard = this.core.lock();
             let Some(core) = guard.as_mut() else {
+                // Destroyed: nothing takes these in.
+                inbox.clear();
                 return;
             };
             outbox.begin(this.user);
-            let left = core.step(dev, this, outbox, &mut spent);
+            let left = core.step(dev, this, (outbox, inbox), &mut spent);
             let deadline = core.engine.poll_timeout();
             dev.counters.qp_task_runs.inc();
             (left, deadline)
@@ -143,7 +147,7 @@ impl QpCore {
         &mut self,
         dev: &DeviceShared,
         shared: &QpShared,
-        outbox: &mut Outbox,
+        (outbox, inbox): (&mut Outbox, &mut Inbox),
         spent: &mut Spent,
     ) -> Left {
         let (rx, qp) = (&shared.rx, &shared.handle);
@@ -163,18 +167,26 @@ impl QpCore {
         // first look is the count the last push or pop left, read without the lock: a
         // doorbell's run usually finds none.
         let mut waiting = shared.waiting.load(Ordering::Acquire) > 0;
-        while waiting && budget > 0 && outbox.room() >= Outbox::RESERVE {
-            let (pkt, left) = {
-                let mut backlog = rx.lock();
-                let pkt = backlog.pop();
-                let left = backlog.len();
-                shared.waiting.store(left as u32, Ordering::Relaxed);
-                (pkt, left)
+        while budget > 0 && outbox.room() >= Outbox::RESERVE {
+            // The packets handed to this run came before any in the backlog (see `Inbox`).
+            let pkt = match inbox.pop() {
+                Some(pkt) => pkt,
+                None if waiting => {
+                    let (pkt, left) = {
+                        let mut backlog = rx.lock();
+                        let pkt = backlog.pop();
+                        let left = backlog.len();
+                        shared.waiting.store(left as u32, Ordering::Relaxed);
+                        (pkt, left)
+                    };
+                    let Some(pkt) = pkt else {
+                        break;
+                    };
+                    waiting = left > 0;
+                    pkt
+                }
+                None => break,
             };
-            let Some(pkt) = pkt else {
-                break;
-            };
-            waiting = left > 0;
             budget -= 1;
             // The packet's own time, not the run's nor the packet before's: it may have
             // arrived after either began, and a timer it starts (an RNR NAK's, IBA
@@ -270,7 +282,7 @@ impl QpCore {
         }
         if budget == 0 || sent == BUDGET || outbox.room() < Outbox::RESERVE {
             Left::Cut
-        } else if unseen || shared.waiting.load(Ordering::Relaxed) > 0 {
+        } else if unseen || shared.waiting.load(Ordering::Relaxed) > 0 || !inbox.is_empty() {
             Left::Arrived
         } else if self.sq.settle() {
             dev.counters.send_ring_rechecks.inc();
