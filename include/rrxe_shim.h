@@ -55,7 +55,6 @@ unsigned int rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_str
 void rrxe_hrtimer_setup(struct hrtimer *timer, enum hrtimer_restart (*fn)(struct hrtimer *));
 void rrxe_hrtimer_start(struct hrtimer *timer, u64 delay_ns, u64 slack_ns);
 bool rrxe_hrtimer_is_queued(struct hrtimer *timer);
-u64 rrxe_ktime_get_ns(void);
 
 /* ---- memory / tables: object tables, MR page arrays, memory access ---- */
 struct page;
@@ -122,7 +121,17 @@ int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 t
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		struct dst_entry **dstp);
 bool rrxe_param_credits(void);
-bool rrxe_param_run_times(void);
+/*
+ * Per-CPU u64 counters (glue/percpu.rs): the offset cookie of a zeroed allocation (NULL if
+ * none), the sum of its copies, this CPU's add (for architectures the glue has no inline
+ * add for) and the free (any context).
+ */
+u64 *rrxe_percpu_u64_alloc(void);
+u64 rrxe_percpu_u64_sum(u64 *p);
+void rrxe_percpu_u64_add(u64 *p, u64 n);
+void rrxe_percpu_u64_free(u64 *p);
+/* The run_times parameter, read by the glue at each task run without a call. */
+extern bool rrxe_run_times;
 /*
  * The netdev the port2 parameter names for a device over @first: 0 if none, 1 with *@second
  * held, -ENODEV if @name (IFNAMSIZ bytes) is not a netdev of @first's namespace.

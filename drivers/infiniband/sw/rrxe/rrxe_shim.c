@@ -8,6 +8,7 @@
 #include <linux/if_vlan.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
+#include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 #include <linux/vmalloc.h>
@@ -36,15 +37,10 @@ bool rrxe_param_credits(void)
  * Timing a QP task run and its parts costs clock readings on the data path (under TCG 34 ns
  * each, eight a looped-back 2-byte Read): like the scheduler's schedstats, off unless asked.
  */
-static bool run_times;
-module_param(run_times, bool, 0644);
+bool rrxe_run_times;
+module_param_named(run_times, rrxe_run_times, bool, 0644);
 MODULE_PARM_DESC(run_times,
 		 "Time every QP task run and its parts in the qp_*_ns counters of rdma statistic, at a few clock readings a run; read at each run (default: 0)");
-
-bool rrxe_param_run_times(void)
-{
-	return READ_ONCE(run_times);
-}
 
 /*
  * Two-port devices: "NETDEV:NETDEV2[,NETDEV:NETDEV2...]". A device added over NETDEV gets a
@@ -322,10 +318,32 @@ bool rrxe_hrtimer_is_queued(struct hrtimer *timer)
 	return hrtimer_is_queued(timer);
 }
 
-u64 rrxe_ktime_get_ns(void)
+/* Per-CPU counters (glue/percpu.rs); the cookie travels as a plain pointer. */
+u64 *rrxe_percpu_u64_alloc(void)
 {
-	return ktime_get_ns();
+	return (u64 __force *)alloc_percpu(u64);
 }
+
+u64 rrxe_percpu_u64_sum(u64 *p)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(*per_cpu_ptr((u64 __percpu __force *)p, cpu));
+	return sum;
+}
+
+void rrxe_percpu_u64_add(u64 *p, u64 n)
+{
+	this_cpu_add(*(u64 __percpu __force *)p, n);
+}
+
+void rrxe_percpu_u64_free(u64 *p)
+{
+	free_percpu((u64 __percpu __force *)p);
+}
+
 /* ---- memory / tables: object tables, MR page arrays, memory access ---- */
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>

@@ -11,6 +11,7 @@ pub(crate) mod global;
 pub(crate) mod module_param;
 pub(crate) mod net;
 pub(crate) mod netdev;
+pub(crate) mod percpu;
 pub(crate) mod queue;
 pub(crate) mod rcu;
 pub(crate) mod rdma;

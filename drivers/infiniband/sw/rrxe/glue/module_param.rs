@@ -15,8 +15,10 @@ pub(crate) fn credits() -> bool {
 /// `run_times`: whether QP task runs time themselves and their parts (the `qp_*_ns`
 /// counters), at the cost of clock readings the transport does not need.
 pub(crate) fn run_times() -> bool {
-    // SAFETY: reads a module-lifetime bool (with READ_ONCE); callable in any context.
-    unsafe { bindings::rrxe_param_run_times() }
+    // SAFETY: a module-lifetime bool, which sysfs writes whole; read once (as READ_ONCE
+    // would), in any context. Read in place rather than through a call: every task run
+    // asks.
+    unsafe { core::ptr::addr_of!(bindings::rrxe_run_times).read_volatile() }
 }
 
 /// An object kind whose count per device a module parameter bounds.

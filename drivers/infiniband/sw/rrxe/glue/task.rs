@@ -94,7 +94,9 @@ pub(crate) use impl_has_task;
 /// The current time for transport deadlines, in nanoseconds (monotonic).
 pub(crate) fn now_ns() -> u64 {
     // SAFETY: reading the monotonic clock has no preconditions.
-    unsafe { bindings::rrxe_ktime_get_ns() }
+    let ns = unsafe { bindings::ktime_get() };
+    // Nanoseconds since boot: never negative.
+    ns as u64
 }
 
 /// The driver's workqueue, set while a [`TaskQueue`] exists.
