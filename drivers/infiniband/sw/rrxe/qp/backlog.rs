@@ -3,6 +3,7 @@
 //! Received packets waiting for their QP's task.
 
 use crate::glue::net::RxPacket;
+use crate::transport::ring::Ring;
 use kernel::prelude::*;
 
 /// Received packets a QP holds before its task takes them: the queue grows by chunks of
@@ -127,50 +128,4 @@ const INBOX_SLOTS: usize = 8;
 /// backlog behind it: each sender's packets are taken in in the order it sent them (an RC
 /// responder treats a packet out of order as a lost one, and UC and UD lose the message),
 /// while packets of different senders had no order to keep.
-pub(crate) struct Inbox {
-    slots: [Option<RxPacket>; INBOX_SLOTS],
-    head: usize,
-    len: usize,
-}
-
-impl Inbox {
-    /// An empty inbox.
-    pub(crate) const fn new() -> Self {
-        Self {
-            slots: [const { None }; INBOX_SLOTS],
-            head: 0,
-            len: 0,
-        }
-    }
-
-    /// Adds a packet after those held; gives it back if the inbox is full.
-    pub(crate) fn push(&mut self, pkt: RxPacket) -> core::result::Result<(), RxPacket> {
-        if self.len == INBOX_SLOTS {
-            return Err(pkt);
-        }
-        self.slots[(self.head + self.len) % INBOX_SLOTS] = Some(pkt);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Takes the oldest packet.
-    pub(crate) fn pop(&mut self) -> Option<RxPacket> {
-        if self.len == 0 {
-            return None;
-        }
-        let pkt = self.slots[self.head].take();
-        self.head = (self.head + 1) % INBOX_SLOTS;
-        self.len -= 1;
-        pkt
-    }
-
-    /// Whether no packet is held.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Drops every packet held.
-    pub(crate) fn clear(&mut self) {
-        while self.pop().is_some() {}
-    }
-}
+pub(crate) type Inbox = Ring<RxPacket, INBOX_SLOTS>;

@@ -19,6 +19,7 @@ pub mod pma;
 pub mod psn;
 pub mod qp;
 pub mod region;
+pub mod ring;
 #[cfg(test)]
 mod sim;
 pub mod timer;

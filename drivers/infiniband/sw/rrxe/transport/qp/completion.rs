@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the engine reports: completions (IBA 11.4.2.1 "Poll for
-//! Completion"), asynchronous events (IBA 11.6.3) and the fixed-capacity
-//! ring that holds them until the glue polls.
+//! Completion") and asynchronous events (IBA 11.6.3), which it holds in
+//! fixed-capacity rings (`ring.rs`) until the glue polls.
 
 /// Completion status, numbered as the kernel's `enum ib_wc_status` so the
 /// glue can pass it through unchanged.
@@ -153,83 +153,4 @@ pub enum AsyncEvent {
     /// that is not its alternate path: dropped, the state kept (IBA 17.2.8,
     /// 11.6.3.1: Path Migration Request Failed).
     PathMigrationFailed,
-}
-
-/// A first-in first-out ring of fixed capacity.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Ring<T: Copy, const N: usize> {
-    buf: [Option<T>; N],
-    head: usize,
-    len: usize,
-}
-
-impl<T: Copy, const N: usize> Ring<T, N> {
-    pub(super) const fn new() -> Self {
-        Self {
-            buf: [None; N],
-            head: 0,
-            len: 0,
-        }
-    }
-
-    pub(super) const fn is_full(&self) -> bool {
-        self.len == N
-    }
-
-    pub(super) const fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[cfg(test)]
-    pub(super) const fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Appends `item`; returns it back if the ring is full.
-    pub(super) fn push(&mut self, item: T) -> Result<(), T> {
-        if self.is_full() {
-            return Err(item);
-        }
-        let slot = (self.head + self.len) % N;
-        self.buf[slot] = Some(item);
-        self.len += 1;
-        Ok(())
-    }
-
-    pub(super) fn pop(&mut self) -> Option<T> {
-        if self.len == 0 {
-            return None;
-        }
-        let item = self.buf[self.head].take();
-        self.head = (self.head + 1) % N;
-        self.len -= 1;
-        item
-    }
-
-    pub(super) fn clear(&mut self) {
-        *self = Self::new();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ring_fifo_and_capacity() {
-        let mut ring: Ring<u32, 3> = Ring::new();
-        assert_eq!(ring.pop(), None);
-        for i in 0..3 {
-            ring.push(i).unwrap();
-        }
-        assert_eq!(ring.push(9), Err(9));
-        assert_eq!(ring.pop(), Some(0));
-        ring.push(3).unwrap();
-        assert_eq!(ring.len(), 3);
-        assert_eq!(
-            [ring.pop(), ring.pop(), ring.pop()],
-            [Some(1), Some(2), Some(3)]
-        );
-        assert_eq!(ring.pop(), None);
-    }
 }

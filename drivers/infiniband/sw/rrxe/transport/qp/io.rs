@@ -6,7 +6,8 @@
 //! over ([`Arrival`]), the completions and events waiting to be polled, and
 //! the faults a role hands up to the QP.
 
-use super::completion::{AsyncEvent, Completion, Ring};
+use super::super::ring::Ring;
+use super::completion::{AsyncEvent, Completion};
 use super::context::PathHandle;
 use super::memory::{Memory, PdOf};
 use super::state::Service;

@@ -35,8 +35,9 @@ pub mod wqe;
 
 use super::icrc::ICRC_LEN;
 use super::packet::Packet;
+use super::ring::Ring;
 use super::timer::earliest;
-use completion::{AsyncEvent, Completion, Ring, WcStatus};
+use completion::{AsyncEvent, Completion, WcStatus};
 pub use context::{
     AccessFlags, AltPath, MigState, ModifyError, ModifyQp, PKey, Path, PathHandle, QpContext,
     QpQuery,
