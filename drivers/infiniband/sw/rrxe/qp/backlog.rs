@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Received packets waiting for their QP's task.
+//! Received packets waiting for their QP's task: queued in its backlog, or handed to the
+//! run a loopback hand-over claimed for them (its inbox).
 
 use crate::glue::net::RxPacket;
 use crate::transport::ring::Ring;

@@ -4,7 +4,8 @@
 //! timer, sends what it produces and collects its completions and events, all under the
 //! QP's mutex; then, with the mutex released, it delivers those to the consumers and arms
 //! the timer at the engine's next deadline. Received packets are queued to it from the
-//! receive path; doorbells and Modify kick it.
+//! receive path, or handed to the run a loopback hand-over claimed (its inbox, taken in
+//! first); doorbells and Modify kick it.
 
 use super::backlog::Inbox;
 use super::object::{srq_of, Phase, QpCore, QpShared, RunScratch, Spent};
