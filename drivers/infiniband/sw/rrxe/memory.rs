@@ -71,8 +71,8 @@ impl core::ops::Deref for Reached<'_> {
 /// Memory as one QP reaches it during a task run.
 pub(crate) struct QpMemory<'a> {
     /// The network header of the datagram being delivered, for the GRH area of UD
-    /// receives.
-    pub(crate) grh: Option<[u8; 40]>,
+    /// receives (borrowed: every engine call builds a `QpMemory`, most with none).
+    pub(crate) grh: Option<&'a [u8; 40]>,
     dev: &'a DeviceShared,
     /// The PD local keys are checked in: the QP's, or for an XRC target the PD of the SRQ
     /// its current message takes from, which the SRQ lookup sets during the call.
@@ -183,6 +183,7 @@ impl QpMemory<'_> {
     /// An R_Key with the PD it must be valid in: the QP's, or the PD of the XRC SRQ an XRC
     /// target's request went to (Annex A14), found by the SRQ's number; an SRQ destroyed
     /// since makes the key invalid.
+    #[inline]
     fn key_pd(&self, rkey: RKey) -> Result<(u32, PdId), RemoteError> {
         match rkey.pd {
             PdOf::Qp => Ok((rkey.key, self.pd.get())),
@@ -246,7 +247,7 @@ impl Memory for QpMemory<'_> {
 
     fn write_grh(&mut self, rq: &dyn RecvQueue, wqe: &RecvWqe) -> Result<(), LocalError> {
         match self.grh {
-            Some(grh) => self.scatter_recv(rq, wqe, 0, &grh),
+            Some(grh) => self.scatter_recv(rq, wqe, 0, grh),
             None => Ok(()),
         }
     }

@@ -378,6 +378,7 @@ impl MrTable {
     /// The MR that `key` names, if it is registered: the whole key must match, not just the
     /// table index it carries. Any context; the caller must drop the reference it gets in
     /// process context (see the module documentation).
+    #[inline]
     pub(crate) fn lookup(&self, key: u32) -> Option<Arc<MrState>> {
         let mr = self.mrs.get(region::key_index(key))?;
         (mr.is_valid() && mr.key() == key).then_some(mr)

@@ -6,6 +6,7 @@
 use super::bindings;
 use core::ffi::c_void;
 use core::marker::PhantomData;
+use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -18,13 +19,29 @@ pub(crate) struct RcuSection {
     _not_send: PhantomData<*mut ()>,
 }
 
+/// Whether `rcu_read_lock()` and `rcu_read_unlock()` only keep the compiler from moving
+/// accesses across them: without preemptible RCU, preemption counting or lockdep they are
+/// `preempt_disable()` and `preempt_enable()` with no count to keep, compiler barriers
+/// (include/linux/rcupdate.h, include/linux/preempt.h). The release kernel's case: the
+/// shim's calls are left out (two pairs a Read).
+const BARRIER_ONLY: bool = cfg!(not(any(
+    CONFIG_PREEMPT_RCU,
+    CONFIG_PREEMPT_COUNT,
+    CONFIG_DEBUG_LOCK_ALLOC
+)));
+
 impl RcuSection {
     /// Enters a read-side section, which ends when the token is dropped. Must not sleep
     /// until then.
+    #[inline]
     pub(crate) fn enter() -> Self {
-        // SAFETY: paired with the unlock in `drop`; the holder does not sleep meanwhile
-        // (the token's contract).
-        unsafe { bindings::rrxe_rcu_read_lock() };
+        if BARRIER_ONLY {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            // SAFETY: paired with the unlock in `drop`; the holder does not sleep meanwhile
+            // (the token's contract).
+            unsafe { bindings::rrxe_rcu_read_lock() };
+        }
         Self {
             entered: true,
             _not_send: PhantomData,
@@ -46,8 +63,14 @@ impl RcuSection {
 }
 
 impl Drop for RcuSection {
+    #[inline]
     fn drop(&mut self) {
-        if self.entered {
+        if !self.entered {
+            return;
+        }
+        if BARRIER_ONLY {
+            compiler_fence(Ordering::SeqCst);
+        } else {
             // SAFETY: entered in `enter`.
             unsafe { bindings::rrxe_rcu_read_unlock() };
         }

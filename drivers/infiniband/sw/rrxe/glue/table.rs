@@ -27,6 +27,7 @@
 
 use super::bindings;
 use super::rcu::{drop_after_grace_period, RcuSection};
+use super::sync;
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use kernel::error::to_result;
@@ -113,8 +114,9 @@ impl<T> IndexTable<T> {
 
     /// A new reference to the object at `index`, if there is one. Any context.
     pub(crate) fn get(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: the xarray is initialised.
-        let flags = unsafe { bindings::rrxe_xa_lock_irqsave(self.xa.get()) };
+        let lock = self.xa_lock();
+        // SAFETY: the xarray is initialised (`xa_lock_irqsave()` is this call).
+        let flags = unsafe { bindings::_raw_spin_lock_irqsave(lock) };
         // SAFETY: the xarray is initialised; reserved slots read as NULL.
         let entry = unsafe { bindings::xa_load(self.xa.get(), index as usize) };
         let object = (!entry.is_null()).then(|| {
@@ -124,8 +126,16 @@ impl<T> IndexTable<T> {
             Arc::from(unsafe { kernel::sync::ArcBorrow::from_raw(entry.cast::<T>().cast_const()) })
         });
         // SAFETY: locked above with these flags.
-        unsafe { bindings::rrxe_xa_unlock_irqrestore(self.xa.get(), flags) };
+        unsafe { bindings::_raw_spin_unlock_irqrestore(lock, flags) };
         object
+    }
+
+    /// The xarray's lock, as `xa_lock_irqsave()` takes it (with no call of the shim's
+    /// between: `get` is a QP's lookup of each MR its packets reach).
+    #[inline(always)]
+    fn xa_lock(&self) -> *mut bindings::raw_spinlock_t {
+        // SAFETY: the xarray lives as long as `self`; only the field's address is taken.
+        sync::raw(unsafe { core::ptr::addr_of_mut!((*self.xa.get()).xa_lock) })
     }
 
     /// Takes the object at `index` out of the table (the index becomes free) and returns the

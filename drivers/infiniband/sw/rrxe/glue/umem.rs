@@ -160,8 +160,14 @@ impl Umem {
         // sleep and the mapping is released below, in the same context.
         let va = unsafe { bindings::rrxe_kmap_local_page(page.as_ptr()) };
         let ret = f(va.cast());
+        // Without high memory every page has its kernel address, which `kmap_local_page()`
+        // returns, and `kunmap_local()` does nothing (include/linux/highmem-internal.h): the
+        // call is left out (two a Read).
+        #[cfg(CONFIG_HIGHMEM)]
         // SAFETY: mapped above, and mappings are released in reverse order (there is one).
-        unsafe { bindings::rrxe_kunmap_local(va) };
+        unsafe {
+            bindings::rrxe_kunmap_local(va)
+        };
         ret
     }
 

@@ -713,19 +713,30 @@ impl Requester {
     }
 
     /// Whether new (never sent) packets must wait: for an ACK that brings
-    /// credits, or for the outstanding window to shrink.
+    /// credits, or for the outstanding window to shrink. Inlined: asked on every
+    /// run that may send (three a Read), mostly of a requester with nothing new.
+    #[inline(always)]
     fn blocked_for_new(&mut self, attrs: &QpContext) -> bool {
-        if let Some(wait) = self.credit_wait {
-            // Released by the ACK of the limited packet, or by credits
-            // (an unsolicited ACK) that now cover its message.
-            if self.una.is_after(wait) || self.slot_of(wait).is_some_and(|pos| self.within_lsn(pos))
-            {
-                self.credit_wait = None;
-            } else {
-                return true;
-            }
+        if self.credit_wait.is_some() && self.held_for_credits() {
+            return true;
         }
         attrs.service() == Service::Rc && self.una.distance_to(self.sent_high) >= MAX_UNACKED_PSNS
+    }
+
+    /// Whether a limited packet still waits for credits, letting it go if
+    /// not: released by the ACK of the limited packet, or by credits (an
+    /// unsolicited ACK) that now cover its message.
+    #[inline(never)]
+    fn held_for_credits(&mut self) -> bool {
+        let Some(wait) = self.credit_wait else {
+            return false;
+        };
+        if self.una.is_after(wait) || self.slot_of(wait).is_some_and(|pos| self.within_lsn(pos)) {
+            self.credit_wait = None;
+            false
+        } else {
+            true
+        }
     }
 
     fn build(

@@ -163,6 +163,11 @@ pub(super) struct Responder {
     /// receives through its shared ring, without a system call, so nothing
     /// else would notice them while the requester holds its Sends back.
     watch: Option<CreditWatch>,
+    /// Whether the AETHs of this QP carry credit counts ([`Self::reports_credits`]),
+    /// decided at INIT to RTR: nothing that decides it changes until the next RESET (the
+    /// QP's type, its creation's choice, whether its receive queue is an SRQ), and it is
+    /// asked on every run and every response, the receive queue through a dynamic call.
+    credits_on: bool,
     /// Events counted since the glue last drained them; a reset keeps them.
     pub(super) stats: QpStats,
 }
@@ -204,6 +209,7 @@ impl Responder {
             watch_wanted: false,
             credit_high: 0,
             watch: None,
+            credits_on: false,
             stats: QpStats::ZERO,
         }
     }
@@ -243,6 +249,7 @@ impl Responder {
             watch_wanted,
             credit_high,
             watch,
+            credits_on,
             stats: _,
         } = self;
         *epsn = FRESH.epsn;
@@ -270,6 +277,7 @@ impl Responder {
         *watch_wanted = FRESH.watch_wanted;
         *credit_high = FRESH.credit_high;
         *watch = FRESH.watch;
+        *credits_on = FRESH.credits_on;
     }
 
     /// Loads the ePSN (INIT to RTR). A responder that reports credits
@@ -279,7 +287,8 @@ impl Responder {
     pub(super) fn start(&mut self, attrs: &QpContext, io: &Io<'_>) {
         self.epsn = attrs.rq_psn;
         self.last_ack_psn = self.epsn.prev();
-        if Self::reports_credits(attrs, io) {
+        self.credits_on = Self::reports_credits(attrs, io);
+        if self.credits_on {
             self.queue_unsolicited_ack();
         }
     }
@@ -324,9 +333,7 @@ impl Responder {
         let (Some(known), Some(told)) = (self.credit_allowance, self.advertised_lsn) else {
             return;
         };
-        if !matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-            || !Self::reports_credits(attrs, io)
-        {
+        if !self.credits_on || !matches!(attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             return;
         }
         // The queue's count is read once, for the LSN and the comparison alike.
@@ -348,8 +355,8 @@ impl Responder {
     /// a receiver keeping two receives posted would hold its requester to
     /// one message in flight. MSN + this count is exactly the last SSN the
     /// receive queue can take.
-    fn credit_code(&self, attrs: &QpContext, io: &Io<'_>) -> CreditCode {
-        if Self::reports_credits(attrs, io) {
+    fn credit_code(&self, io: &Io<'_>) -> CreditCode {
+        if self.credits_on {
             self.credits_for(io.rq.posted())
         } else {
             CreditCode::NO_CREDIT_INFO
@@ -1104,7 +1111,7 @@ impl Responder {
             };
             // Counted only for a packet that carries it: most calls find
             // nothing to send, and the count reads the receive queue.
-            (psn, Syndrome::Ack(self.credit_code(attrs, io)))
+            (psn, Syndrome::Ack(self.credit_code(io)))
         } else {
             return Ok(None);
         };
@@ -1154,7 +1161,7 @@ impl Responder {
     ) -> Result<Option<Transmit>, Fault> {
         let base = response_base(attrs);
         let r = self.res[i];
-        let credit = self.credit_code(attrs, io);
+        let credit = self.credit_code(io);
         let aeth = Some(Aeth {
             syndrome: Syndrome::Ack(credit),
             msn: self.msn,
