@@ -39,8 +39,6 @@ struct ib_udata *rrxe_bundle_udata(struct uverbs_attr_bundle *attrs);
 int rrxe_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 
 void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key);
-unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock);
-void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /* Tasks: a work item plus a timer that queues it (glue/task.rs). */
 struct work_struct;
@@ -63,8 +61,6 @@ void rrxe_xa_init_alloc_irq(struct xarray *xa);
 int rrxe_xa_reserve_cyclic_irq(struct xarray *xa, u32 *id, u32 min, u32 max, u32 *next,
 			       bool atomic);
 int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry);
-unsigned long rrxe_xa_lock_irqsave(struct xarray *xa);
-void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
 struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter);
 void *rrxe_kmap_local_page(struct page *page);
 void rrxe_kunmap_local(const void *addr);

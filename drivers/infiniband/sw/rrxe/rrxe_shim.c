@@ -211,19 +211,6 @@ void rrxe_spin_lock_init(spinlock_t *lock, const char *name, struct lock_class_k
 #endif
 }
 
-unsigned long rrxe_spin_lock_irqsave(spinlock_t *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(lock, flags);
-	return flags;
-}
-
-void rrxe_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
-{
-	spin_unlock_irqrestore(lock, flags);
-}
-
 /* Tasks (glue/task.rs). */
 void rrxe_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
 {
@@ -386,19 +373,6 @@ int rrxe_xa_fill_reserved_irq(struct xarray *xa, u32 index, void *entry)
 	old = __xa_store(xa, index, entry, GFP_ATOMIC);
 	xa_unlock_irqrestore(xa, flags);
 	return xa_err(old);
-}
-
-unsigned long rrxe_xa_lock_irqsave(struct xarray *xa)
-{
-	unsigned long flags;
-
-	xa_lock_irqsave(xa, flags);
-	return flags;
-}
-
-void rrxe_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags)
-{
-	xa_unlock_irqrestore(xa, flags);
 }
 
 struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter)

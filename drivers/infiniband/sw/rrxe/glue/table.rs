@@ -143,13 +143,14 @@ impl<T> IndexTable<T> {
     /// destructor if it is the last one. An index held by a live [`Reservation`] is not
     /// the caller's to remove (that would only leak, not corrupt, but is a logic error).
     pub(crate) fn remove(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: the xarray is initialised.
-        let flags = unsafe { bindings::rrxe_xa_lock_irqsave(self.xa.get()) };
+        let lock = self.xa_lock();
+        // SAFETY: the xarray is initialised (`xa_lock_irqsave()` is this call).
+        let flags = unsafe { bindings::_raw_spin_lock_irqsave(lock) };
         // SAFETY: the xarray is initialised and locked; erasing an absent index is a no-op,
         // erasing a reserved one returns NULL. Erasing never allocates.
         let entry = unsafe { bindings::__xa_erase(self.xa.get(), index as usize) };
         // SAFETY: locked above with these flags.
-        unsafe { bindings::rrxe_xa_unlock_irqrestore(self.xa.get(), flags) };
+        unsafe { bindings::_raw_spin_unlock_irqrestore(lock, flags) };
         // SAFETY: a non-NULL entry was stored by `Reservation::store` from `Arc::into_raw`;
         // it is out of the table now, so its reference passes to us.
         (!entry.is_null()).then(|| unsafe { Arc::from_raw(entry.cast::<T>().cast_const()) })
