@@ -20,14 +20,16 @@ pub(crate) struct RcuSection {
 }
 
 /// Whether `rcu_read_lock()` and `rcu_read_unlock()` only keep the compiler from moving
-/// accesses across them: without preemptible RCU, preemption counting or lockdep they are
+/// accesses across them: without preemptible RCU, preemption counting, lockdep (its lock
+/// map and RCU's checks) or strict grace periods (an unlock that reports at once) they are
 /// `preempt_disable()` and `preempt_enable()` with no count to keep, compiler barriers
 /// (include/linux/rcupdate.h, include/linux/preempt.h). The release kernel's case: the
 /// shim's calls are left out (two pairs a Read).
 const BARRIER_ONLY: bool = cfg!(not(any(
     CONFIG_PREEMPT_RCU,
     CONFIG_PREEMPT_COUNT,
-    CONFIG_DEBUG_LOCK_ALLOC
+    CONFIG_DEBUG_LOCK_ALLOC,
+    CONFIG_RCU_STRICT_GRACE_PERIOD
 )));
 
 impl RcuSection {
