@@ -207,7 +207,7 @@ impl Qp {
                 self.out.events.clear();
             }
             (QpState::Reset, QpState::Init) => self.req.reset(io.sq.consumer()),
-            (QpState::Init, QpState::Rtr) => self.resp.start(&self.ctx, io),
+            (QpState::Init, QpState::Rtr) => self.resp.start(now, &self.ctx, io),
             (QpState::Rtr, QpState::Rts) => self.req.start(&self.ctx),
             (QpState::Rts, QpState::Sqd) => self.req.drained_reported = false,
             (_, QpState::Err) => {

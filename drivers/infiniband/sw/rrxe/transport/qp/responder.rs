@@ -153,7 +153,7 @@ pub(super) struct Responder {
     /// allowance was set, so its receive WQE is not charged again.
     in_msg_charged: bool,
     /// A receive WQE took the requester's last credit: the watch starts at
-    /// the next call that knows the time.
+    /// the next call that knows the time (INIT to RTR starts it at once).
     watch_wanted: bool,
     /// The most credits (receive WQEs) an AETH has advertised: the depth the
     /// consumer keeps its receive queue at, which sizes the receive doorbell
@@ -283,13 +283,20 @@ impl Responder {
     /// Loads the ePSN (INIT to RTR). A responder that reports credits
     /// queues the unsolicited ACK carrying its initial credits (IBA
     /// 9.7.7.2.4: PSN ePSN - 1, MSN 0), so the requester need not start with
-    /// a credit-limited first packet.
-    pub(super) fn start(&mut self, attrs: &QpContext, io: &Io<'_>) {
+    /// a credit-limited first packet, and watches its receive queue until an
+    /// AETH reports some: the requester starts with none, and holds its
+    /// first Send if that ACK reports none. A consumer may post its
+    /// receives only after RTR (perftest's server does), through the ring,
+    /// unseen: the watch's rechecks find them, where the requester's first
+    /// Send waited out its hold (64 ms) and probed.
+    pub(super) fn start(&mut self, now: u64, attrs: &QpContext, io: &Io<'_>) {
         self.epsn = attrs.rq_psn;
         self.last_ack_psn = self.epsn.prev();
         self.credits_on = Self::reports_credits(attrs, io);
         if self.credits_on {
             self.queue_unsolicited_ack();
+            self.watch_wanted = true;
+            self.arm_credit_watch(now);
         }
     }
 

@@ -500,6 +500,49 @@ fn receives_posted_without_a_doorbell_are_noticed() {
 }
 
 #[test]
+fn receives_posted_without_a_doorbell_after_zero_initial_credits_are_noticed() {
+    // A consumer that brings its QP to RTR before posting its receives
+    // (perftest's server, through rdma-core's provider, which posts through
+    // the ring): B's initial ACK reports no credits, so A holds its first
+    // Send. No receive took a credit, yet B must recheck as if one had:
+    // without the watch A's Send waited out its hold (64 ms) and probed, a
+    // 4 KiB `ib_send_bw` round at a third of its rate.
+    let mut setup = Setup::rc();
+    setup.timeout = 14;
+    let mut p = Pair::connect(setup, 18, Link::PERFECT);
+    p.run_until(1000, |p| !responses(p, B).is_empty());
+    let initial = responses(&p, B)[0];
+    assert_eq!(credit_of(&initial), Some(CreditCode::from_posted_wqes(0)));
+    // Until A has the initial ACK, not until idle: B's rechecks go on for
+    // a second.
+    let arrived = initial.at + 10_000;
+    p.alarms = vec![arrived];
+    p.run_until(1000, |p| p.now >= arrived);
+    p.alarms.clear();
+    post_send(&mut p.nodes[A], 1, 100);
+    until_held(&mut p);
+    // Posted 1.5 first intervals after the initial ACK: found by the check
+    // at 1 + 2 = 3.
+    let first = CREDIT_WATCH_FIRST_NS;
+    let posted_at = initial.at + first * 3 / 2;
+    p.alarms = vec![posted_at];
+    p.run_until(10_000, |p| p.now >= posted_at);
+    p.alarms.clear();
+    assert!(requests(&p, A).is_empty());
+    p.nodes[B].post_recv_quietly(1, 1024);
+    p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 1);
+    let update = responses(&p, B)
+        .into_iter()
+        .find(|w| w.at > posted_at)
+        .unwrap();
+    assert_eq!(update.at, initial.at + 3 * first, "{update:?}");
+    assert_eq!(credit_of(&update), Some(CreditCode::from_posted_wqes(1)));
+    assert_eq!(stat(&p, A, TransportEvent::LimitedProbe), 0);
+    assert_eq!(stat(&p, B, TransportEvent::RnrNakSent), 0);
+    data_ok(&p.nodes[B]);
+}
+
+#[test]
 fn a_receive_doorbell_is_wanted_only_while_the_requester_waits_for_one() {
     // The engine asks for a doorbell on posts exactly while it watches its
     // receive queue: from the message that took A's last credit until an
