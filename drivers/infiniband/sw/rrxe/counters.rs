@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 19;
+const WORK_COUNTERS: usize = 22;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -107,6 +107,9 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("qp_runs_now"),
     c_str!("qp_answers_beside"),
     c_str!("qp_doorbell_runs"),
+    c_str!("qp_answers_awaited"),
+    c_str!("qp_doorbell_waits_expired"),
+    c_str!("qp_answer_waits_expired"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -231,6 +234,15 @@ pub(crate) struct Counters {
     /// Send doorbells that made their QP's run at once, in the system call: those after the
     /// response to the QP's last outstanding Read or atomic (`qp::object::doorbell`).
     pub(crate) qp_doorbell_runs: Counter,
+    /// Runs that left work to a send's poster waiting to make the next run itself, in its
+    /// system call (`Task::run_now_after`), rather than queue one.
+    pub(crate) qp_answers_awaited: Counter,
+    /// Answers' doorbells that waited for a run going on elsewhere in vain (it did not end
+    /// in time) and queued the next run.
+    pub(crate) qp_doorbell_waits_expired: Counter,
+    /// Runs that found an answer posted and waited for its doorbell in vain (it did not
+    /// announce itself in time), and queued the next run beside.
+    pub(crate) qp_answer_waits_expired: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -355,6 +367,9 @@ impl Counters {
             self.qp_runs_now.get(),
             self.qp_answers_beside.get(),
             self.qp_doorbell_runs.get(),
+            self.qp_answers_awaited.get(),
+            self.qp_doorbell_waits_expired.get(),
+            self.qp_answer_waits_expired.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

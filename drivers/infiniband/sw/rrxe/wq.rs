@@ -144,6 +144,12 @@ impl SendRing {
         self.mi.is_some() && self.qp_type.is_connected()
     }
 
+    /// The ring of a user QP whose provider may post to it while a run is going, for the
+    /// QP's doorbell to look at without the QP's mutex.
+    pub(crate) fn user_ring(&self) -> Option<Arc<SharedQueue>> {
+        self.runs_read_posts().then(|| self.ring.clone())
+    }
+
     /// At the start of a run of the QP's task, before [`Self::snapshot`]: tells the
     /// provider the run will look at the ring again before it ends ([`Self::settle`]), so
     /// posts need no doorbell meanwhile (Documentation/rrxe/uverbs-abi.rst).

@@ -234,6 +234,12 @@ impl SharedQueue {
             .store(index & self.index_mask, Ordering::Release);
     }
 
+    /// How many elements the queue holds, by both indices in its header: a guess, for the
+    /// consumer's index there is the process's to overwrite too.
+    pub(crate) fn len_by_header(&self) -> u32 {
+        self.count_from(self.consumer())
+    }
+
     /// How many elements are between consumer index `consumer`, which the kernel keeps
     /// privately, and the producer index userspace published.
     pub(crate) fn count_from(&self, consumer: u32) -> u32 {

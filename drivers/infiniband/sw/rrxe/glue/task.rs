@@ -162,6 +162,10 @@ const RUNNING: u32 = 1 << 0;
 const AGAIN: u32 = 1 << 1;
 /// [`Task::shutdown`] began: no run starts.
 const SHUT: u32 = 1 << 2;
+/// A caller of [`Task::run_now_after`] waits for the run going on to end, to make the next
+/// itself: that run need not queue the work item for what it leaves ([`Task::awaited`]).
+/// Set only while [`RUNNING`] is; every release clears it.
+const WAITING: u32 = 1 << 3;
 
 /// A [`Task::kick`] put off until the caller decides where and when: it owns a reference to
 /// the task's owner, and queues the work item when fired, or here when dropped unfired, so a
@@ -488,8 +492,8 @@ pub(crate) struct Task<T: TaskOwner> {
     /// The CPU the work item was last queued on (-1 before its first kick): a kick for
     /// beside moves the item if it is still pending on the kicker's own CPU.
     cpu: AtomicI32,
-    /// [`RUNNING`], [`AGAIN`] and [`SHUT`]: which of the work item, a run made
-    /// [`Place::Now`] and a claim has the scratch.
+    /// [`RUNNING`], [`AGAIN`], [`SHUT`] and [`WAITING`]: which of the work item, a run
+    /// made [`Place::Now`] and a claim has the scratch.
     runs: AtomicU32,
     scratch: UnsafeCell<T::Scratch>,
 }
@@ -560,6 +564,78 @@ impl<T: HasTask> Task<T> {
             return Fired::Ran;
         }
         Self::deferred(owner.clone()).fire(otherwise)
+    }
+
+    /// As [`Task::run_now_or`], but a run going on elsewhere is waited for, for up to
+    /// `wait_ns`, and the next one made here once it ends: the caller would otherwise
+    /// leave the work to that run's end, which queues the work item (a worker woken on
+    /// this CPU, where the caller's process goes back to polling). The run waited for sees
+    /// [`WAITING`] ([`Task::awaited`]) and queues nothing. Returns what it did, and whether
+    /// it waited in vain (the run going on did not end in time). Process context, with no
+    /// lock held.
+    pub(crate) fn run_now_after(owner: &Arc<T>, wait_ns: u64, otherwise: Place) -> (Fired, bool) {
+        let task = owner.task();
+        let mut chain = Kicks::new();
+        if owner.runs_now() {
+            let mut until = None;
+            loop {
+                if Self::run_now(owner, &mut chain) {
+                    chain.fire(Place::Now);
+                    return (Fired::Ran, false);
+                }
+                let runs = task.runs.load(Ordering::Relaxed);
+                if runs & SHUT != 0 {
+                    return (Self::deferred(owner.clone()).fire(otherwise), false);
+                }
+                // Announced only while a run is going: its release clears the flag, and a
+                // run that starts before this one claims sees it no more.
+                if runs & (RUNNING | WAITING) == RUNNING
+                    && task
+                        .runs
+                        .compare_exchange(
+                            runs,
+                            runs | WAITING,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_err()
+                {
+                    continue;
+                }
+                let now = now_ns();
+                if now >= *until.get_or_insert(now.saturating_add(wait_ns)) {
+                    // The run may have seen the flag and left its work to this caller,
+                    // whose kick below makes it.
+                    task.runs.fetch_and(!WAITING, Ordering::Relaxed);
+                    return (Self::deferred(owner.clone()).fire(otherwise), true);
+                }
+                core::hint::spin_loop();
+            }
+        }
+        (Self::deferred(owner.clone()).fire(otherwise), false)
+    }
+
+    /// Whether a caller of [`Task::run_now_after`] waits for the run going on to end, to
+    /// make the next one: that run, which asks, queues none for what it leaves. Looked at
+    /// for up to `wait_ns` (0: once), for a caller known to be on its way.
+    pub(crate) fn awaited(owner: &Arc<T>, wait_ns: u64) -> bool {
+        let runs = &owner.task().runs;
+        if runs.load(Ordering::Relaxed) & WAITING != 0 {
+            return true;
+        }
+        if wait_ns == 0 {
+            return false;
+        }
+        let until = now_ns().saturating_add(wait_ns);
+        loop {
+            core::hint::spin_loop();
+            if runs.load(Ordering::Relaxed) & WAITING != 0 {
+                return true;
+            }
+            if now_ns() >= until {
+                return false;
+            }
+        }
     }
 
     /// A kick of `owner`'s task for later, holding the reference given: see [`Kick`].

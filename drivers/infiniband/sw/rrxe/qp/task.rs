@@ -44,6 +44,10 @@ enum Left {
     Answered,
 }
 
+/// How long a run that found an answer posted (`Left::Answered`) waits for its doorbell to
+/// announce itself ([`Task::run_now_after`]) before it queues the next run.
+const ANSWER_DOORBELL_WAIT_NS: u64 = 20_000;
+
 /// Packets a run must loop back for their QPs' runs to go to another CPU: handling them
 /// there should take longer than waking that CPU (under TCG a wake-up cost a 2-byte Read
 /// about 60 us, and taking in a packet 3 us).
@@ -121,8 +125,18 @@ impl TaskOwner for QpShared {
         if let Some(start) = start {
             counters.qp_run_ns.add(end - start);
         }
+        // The doorbell of a send posted meanwhile may be waiting for this run's end, to make
+        // the next run in its system call (`doorbell`). An answer's poster rings (the stock
+        // provider for every post, librrxe for one to an empty ring) and may be on its way:
+        // it is given a moment, which costs less than the worker the run would wake.
+        let wait = if left == Left::Answered && this.answer_waits() {
+            ANSWER_DOORBELL_WAIT_NS
+        } else {
+            0
+        };
         match left {
             Left::Nothing => {}
+            _ if Task::awaited(this, wait) => counters.qp_answers_awaited.inc(),
             // On the next CPU, the poster's (on two CPUs: it posted while this run had this
             // one), where the answer's run starts at once; here it would wait for the end of
             // this run and of the chain it is in (made at once in that chain, it was no
@@ -130,6 +144,9 @@ impl TaskOwner for QpShared {
             // (uverbs-abi.rst): its 2-byte Write latency went from 27.6 to 24.9 us
             // (Documentation/rrxe/benchmarks.rst).
             Left::Answered => {
+                if wait > 0 {
+                    counters.qp_answer_waits_expired.inc();
+                }
                 counters.qp_answers_beside.inc();
                 if Task::deferred(this.clone()).fire(Place::Beside) == Fired::Moved {
                     counters.qp_runs_moved.inc();
@@ -205,7 +222,7 @@ impl QpCore {
                     });
                     // At once, for the doorbell of a consumer answering this message: it may
                     // see the message (its data, its completion) before this run ends.
-                    shared.msn.store(self.engine.msn(), Ordering::Relaxed);
+                    shared.news.msn.store(self.engine.msn(), Ordering::Relaxed);
                     // So is the last outstanding Read's response, which the consumer of a
                     // ping-pong of Reads waits for (see `doorbell`).
                     if matches!(
@@ -213,7 +230,7 @@ impl QpCore {
                         Operation::RdmaReadResponse | Operation::AtomicAcknowledge
                     ) && !self.engine.requests_outstanding()
                     {
-                        shared.answers.fetch_add(1, Ordering::Relaxed);
+                        shared.news.answers.fetch_add(1, Ordering::Relaxed);
                     }
                     // Completions now, while the datagram's network type is known.
                     self.collect(qp, outbox, ud, Some(pkt.src_ip().is_v4()));
