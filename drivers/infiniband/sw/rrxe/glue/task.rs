@@ -570,9 +570,10 @@ impl<T: HasTask> Task<T> {
     /// `wait_ns`, and the next one made here once it ends: the caller would otherwise
     /// leave the work to that run's end, which queues the work item (a worker woken on
     /// this CPU, where the caller's process goes back to polling). The run waited for sees
-    /// [`WAITING`] ([`Task::awaited`]) and queues nothing. Returns what it did, and whether
-    /// it waited in vain (the run going on did not end in time). Process context, with no
-    /// lock held.
+    /// [`WAITING`] ([`Task::awaited`]) and queues nothing. The wait is bounded: the run may
+    /// be a long one, or, in a preemptible kernel, one preempted on this very CPU. Returns
+    /// what it did, and whether it waited in vain (the run going on did not end in time).
+    /// Process context, with no lock held.
     pub(crate) fn run_now_after(owner: &Arc<T>, wait_ns: u64, otherwise: Place) -> (Fired, bool) {
         let task = owner.task();
         let mut chain = Kicks::new();
