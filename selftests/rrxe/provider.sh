@@ -231,13 +231,14 @@ else
 	# there for every message, and no Write's doorbell made a run. The waits are bounded
 	# (50 and 20 us), which a debug guest's slower runs and system calls often outlast: in a
 	# release boot 20,000 Writes made 19,944 doorbell runs and left 19,535 answers to their
-	# doorbells, in debug boots 1,000 Writes made 728-791 and left 17-24.
+	# doorbells, in debug boots 1,000 Writes made 728-791 and left 17-24 (a quarter leaves
+	# room for a slower machine).
 	answers() { # VIA NAME PROG ARGS...: pp through VIA made most answers' runs in their doorbells
 		counted qp_doorbell_runs "doorbell runs at once" qp_answers_awaited "answers left to their doorbells" "$@" &&
 			echo "# waits in vain so far: $(rdma_stat rrxe0 qp_doorbell_waits_expired) doorbells', $(rdma_stat rrxe0 qp_answer_waits_expired) runs'" &&
-			[ "$d1" -ge 500 ] && [ "$d2" -ge 1 ]
+			[ "$d1" -ge 250 ] && [ "$d2" -ge 1 ]
 	}
-	check "ib_write_lat -s 2 -n 500: answers' doorbells make their runs in the system call (500 of the 1,000 Writes at least), runs leave answers to them (one at least)" \
+	check "ib_write_lat -s 2 -n 500: answers' doorbells make their runs in the system call (250 of the 1,000 Writes at least), runs leave answers to them (one at least)" \
 		answers stock wlat ib_write_lat -s 2 -n 500 -F -p 18828
 	echo "# $rung"
 	# librrxe posts without a doorbell while a run of its QP is going, but for a post to a
