@@ -128,6 +128,8 @@ void rrxe_percpu_u64_add(u64 *p, u64 n);
 void rrxe_percpu_u64_free(u64 *p);
 /* The run_times parameter, read by the glue at each task run without a call. */
 extern bool rrxe_run_times;
+/* The answer_waits parameter, read by the glue at each answer's doorbell without a call. */
+extern int rrxe_answer_waits;
 /*
  * The netdev the port2 parameter names for a device over @first: 0 if none, 1 with *@second
  * held, -ENODEV if @name (IFNAMSIZ bytes) is not a netdev of @first's namespace.

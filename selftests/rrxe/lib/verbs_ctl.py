@@ -13,6 +13,8 @@ Protocol (one line per request and per reply):
   wait NAME                        -> "rc N" once the server has exited
   set credits 0|1                  -> "ok" once rrxe's `credits` module parameter is set
                                       (read when a QP is created: make bench's credit rows)
+  set answer_waits 0|1|2           -> "ok" once rrxe's `answer_waits` parameter is set
+                                      (read at each answer's doorbell)
   set provider librrxe|stock       -> "ok": servers started from now on load librrxe, the
                                       project's provider (RDMAV_DRIVERS), or the stock one
   done                             -> "bye"; the control server exits
@@ -35,7 +37,9 @@ ALLOWED = {
 # The servers that listen through rdma_cm rather than on a TCP port.
 CM_SERVERS = {"rping", "rstream", "riostream"}
 LOGDIR = "/tmp/verbs-srv"
-CREDITS_PARAM = "/sys/module/rrxe/parameters/credits"
+PARAM_DIR = "/sys/module/rrxe/parameters/"
+# The module parameters side A may set, and their values.
+PARAMS = {"credits": ("0", "1"), "answer_waits": ("0", "1", "2")}
 # librrxe as the kselftest install has it (load_driver() appends -rdmav34.so).
 LIBRRXE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "provider", "librrxe")
@@ -131,9 +135,10 @@ def main():
                         wf.write("fail not listening (exit %s)\n" % p.poll())
                 elif words[0] == "wait" and len(words) == 2 and words[1] in procs:
                     wf.write("rc %d\n" % report(words[1]))
-                elif words[0:2] == ["set", "credits"] and words[2:] in (["0"], ["1"]):
+                elif (len(words) == 3 and words[0] == "set"
+                      and words[2] in PARAMS.get(words[1], ())):
                     try:
-                        with open(CREDITS_PARAM, "w") as fh:
+                        with open(PARAM_DIR + words[1], "w") as fh:
                             fh.write(words[2])
                         wf.write("ok\n")
                     except OSError as e:

@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 22;
+const WORK_COUNTERS: usize = 27;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -110,6 +110,11 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("qp_answers_awaited"),
     c_str!("qp_doorbell_waits_expired"),
     c_str!("qp_answer_waits_expired"),
+    c_str!("qp_waits_skipped"),
+    c_str!("qp_waits"),
+    c_str!("qp_wait_ns"),
+    c_str!("qp_wakeups"),
+    c_str!("qp_wakeup_ns"),
     // Where the runs' time went, in nanoseconds (see `Counters::qp_run_ns`).
     c_str!("qp_run_ns"),
     c_str!("qp_rx_ns"),
@@ -243,6 +248,19 @@ pub(crate) struct Counters {
     /// Runs that found an answer posted and waited for its doorbell in vain (it did not
     /// announce itself in time), and queued the next run beside.
     pub(crate) qp_answer_waits_expired: Counter,
+    /// Answers whose doorbell and run did not spin for each other: the device's spins
+    /// cost more than its wake-ups (`transport::wait_gauge`), or `answer_waits` is 0.
+    pub(crate) qp_waits_skipped: Counter,
+    /// Spins of answers' doorbells for a run going on, and of runs for an answer's
+    /// doorbell, that had to wait (a doorbell that found the QP idle did not).
+    pub(crate) qp_waits: Counter,
+    /// Nanoseconds those spins took (host time: a descheduled vCPU's counts): with
+    /// `qp_waits`, the average the wait gauge weighs.
+    pub(crate) qp_wait_ns: Counter,
+    /// Runs of a QP's work item, queued to a worker.
+    pub(crate) qp_wakeups: Counter,
+    /// Nanoseconds between their queueing and their start: the wake-ups' cost.
+    pub(crate) qp_wakeup_ns: Counter,
     /// Nanoseconds spent in runs, from taking the QP's mutex to arming the timer: the
     /// driver's per-packet cost without a profiler (the guest kernel has no ftrace, and
     /// perf hung the benchmark VM). The five below are parts of it (but for the sends of a
@@ -370,6 +388,11 @@ impl Counters {
             self.qp_answers_awaited.get(),
             self.qp_doorbell_waits_expired.get(),
             self.qp_answer_waits_expired.get(),
+            self.qp_waits_skipped.get(),
+            self.qp_waits.get(),
+            self.qp_wait_ns.get(),
+            self.qp_wakeups.get(),
+            self.qp_wakeup_ns.get(),
             self.qp_run_ns.get(),
             self.qp_rx_ns.get(),
             self.qp_tx_build_ns.get(),

@@ -43,6 +43,16 @@ MODULE_PARM_DESC(run_times,
 		 "Time every QP task run and its parts in the qp_*_ns counters of rdma statistic, at a few clock readings a run; read at each run (default: 0)");
 
 /*
+ * Whether an answer's doorbell and the QP's run spin for each other (qp/object.rs): the
+ * measured default weighs the device's spins against its worker wake-ups; 0 and 1 exist to
+ * measure either way in one boot (make bench-local's A/B runs).
+ */
+int rrxe_answer_waits = 2;
+module_param_named(answer_waits, rrxe_answer_waits, int, 0644);
+MODULE_PARM_DESC(answer_waits,
+		 "An answer's doorbell and its QP's run spin for each other: 0 never, 1 always, 2 while the device measures its spins cheaper than its worker wake-ups (qp_wait_ns and qp_wakeup_ns of rdma statistic); read at each answer (default: 2)");
+
+/*
  * Two-port devices: "NETDEV:NETDEV2[,NETDEV:NETDEV2...]". A device added over NETDEV gets a
  * second port over NETDEV2, so that a QP's alternate path can leave over another wire (IBA
  * 17.2.8). Netdev names cannot contain ':' or ',' (dev_valid_name), so the pairs parse

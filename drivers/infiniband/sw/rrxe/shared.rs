@@ -2,7 +2,8 @@
 
 //! What a device's QPs reach of it: the key tables their memory accesses resolve through,
 //! the address handles of UD sends, the SRQs XRC targets deliver to, the ports' netdevs
-//! packets go out of, and the counters.
+//! packets go out of, the counters, and the gauge of what spinning for a run costs on its
+//! host.
 
 use crate::ah::AhTable;
 use crate::counters::Counters;
@@ -13,6 +14,7 @@ use crate::mw::MwTable;
 use crate::port::Ports;
 use crate::srq::SrqTable;
 use crate::transport::qp::MAX_PACKET_LEN;
+use crate::transport::wait_gauge::WaitGauge;
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -39,6 +41,8 @@ pub(crate) struct DeviceShared {
     /// The packet buffers its QPs pass to each other in loopback.
     #[pin]
     pub(crate) buffers: BufferPool,
+    /// Whether its answers' doorbells and QP runs spin for each other.
+    pub(crate) waits: WaitGauge,
 }
 
 impl DeviceShared {
@@ -55,6 +59,7 @@ impl DeviceShared {
             counters: Counters::default(),
             ports: Ports::new(netdev, second),
             buffers <- BufferPool::new(MAX_PACKET_LEN),
+            waits: WaitGauge::new(),
         })
     }
 }

@@ -21,6 +21,28 @@ pub(crate) fn run_times() -> bool {
     unsafe { core::ptr::addr_of!(bindings::rrxe_run_times).read_volatile() }
 }
 
+/// `answer_waits`: when an answer's doorbell and its QP's run spin for each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AnswerWaits {
+    /// Never: each leaves the work to a worker, as before the waits existed.
+    Never,
+    /// Always, whatever the spins cost.
+    Always,
+    /// While the device's spins cost less than its worker wake-ups (the default).
+    Measured,
+}
+
+/// `answer_waits` (0, 1, or anything else for the default, 2).
+pub(crate) fn answer_waits() -> AnswerWaits {
+    // SAFETY: a module-lifetime int, which sysfs writes whole; read once (as READ_ONCE
+    // would), in any context.
+    match unsafe { core::ptr::addr_of!(bindings::rrxe_answer_waits).read_volatile() } {
+        0 => AnswerWaits::Never,
+        1 => AnswerWaits::Always,
+        _ => AnswerWaits::Measured,
+    }
+}
+
 /// An object kind whose count per device a module parameter bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Limit {

@@ -52,6 +52,10 @@ pub(crate) trait TaskOwner: Send + Sync + Sized + 'static {
     fn runs_now(&self) -> bool {
         false
     }
+
+    /// A run of the work item started `ns` after the item was queued: what a wake-up of a
+    /// worker costs on this host, for owners that weigh it against a spin.
+    fn woke(&self, _ns: u64) {}
 }
 
 /// Where an object's [`Task`] lives.
@@ -194,6 +198,15 @@ pub(crate) enum Fired {
     Moved,
     /// Made the run at once ([`Place::Now`]).
     Ran,
+}
+
+/// A spin of [`Task::run_now_after`] or [`Task::awaited`]: how long it took (host time,
+/// which counts whatever the vCPU was descheduled for), and whether what it waited for
+/// came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spin {
+    pub(crate) ns: u64,
+    pub(crate) met: bool,
 }
 
 /// What firing a batch of [`Kicks`] did, besides queueing work items.
@@ -495,6 +508,10 @@ pub(crate) struct Task<T: TaskOwner> {
     /// [`RUNNING`], [`AGAIN`], [`SHUT`] and [`WAITING`]: which of the work item, a run
     /// made [`Place::Now`] and a claim has the scratch.
     runs: AtomicU32,
+    /// When the work item was last queued ([`now_ns`]), for [`TaskOwner::woke`]. Stored
+    /// before each queueing, including those that find it pending, so a run may see a
+    /// later time than its own queueing's: it then reports a shorter wake-up.
+    queued_ns: AtomicU64,
     scratch: UnsafeCell<T::Scratch>,
 }
 
@@ -528,6 +545,7 @@ impl<T: HasTask> Task<T> {
                 &TIMER_LOCK
             ),
             armed_until: AtomicU64::new(0),
+            queued_ns: AtomicU64::new(0),
             armed_deadline: AtomicU64::new(0),
             cpu: AtomicI32::new(-1),
             runs: AtomicU32::new(0),
@@ -572,21 +590,29 @@ impl<T: HasTask> Task<T> {
     /// this CPU, where the caller's process goes back to polling). The run waited for sees
     /// [`WAITING`] ([`Task::awaited`]) and queues nothing. The wait is bounded: the run may
     /// be a long one, or, in a preemptible kernel, one preempted on this very CPU. Returns
-    /// what it did, and whether it waited in vain (the run going on did not end in time).
+    /// what it did, and the spin, if it had to.
     /// Process context, with no lock held.
-    pub(crate) fn run_now_after(owner: &Arc<T>, wait_ns: u64, otherwise: Place) -> (Fired, bool) {
+    pub(crate) fn run_now_after(
+        owner: &Arc<T>,
+        wait_ns: u64,
+        otherwise: Place,
+    ) -> (Fired, Option<Spin>) {
         let task = owner.task();
         let mut chain = Kicks::new();
         if owner.runs_now() {
-            let mut until = None;
+            let mut since = None;
             loop {
                 if Self::run_now(owner, &mut chain) {
+                    let spin = since.map(|start| Spin {
+                        ns: now_ns().saturating_sub(start),
+                        met: true,
+                    });
                     chain.fire(Place::Now);
-                    return (Fired::Ran, false);
+                    return (Fired::Ran, spin);
                 }
                 let runs = task.runs.load(Ordering::Relaxed);
                 if runs & SHUT != 0 {
-                    return (Self::deferred(owner.clone()).fire(otherwise), false);
+                    return (Self::deferred(owner.clone()).fire(otherwise), None);
                 }
                 // Announced only while a run is going: its release clears the flag, and a
                 // run that starts before this one claims sees it no more.
@@ -604,37 +630,42 @@ impl<T: HasTask> Task<T> {
                     continue;
                 }
                 let now = now_ns();
-                if now >= *until.get_or_insert(now.saturating_add(wait_ns)) {
+                let spun = now.saturating_sub(*since.get_or_insert(now));
+                if spun >= wait_ns {
                     // The run may have seen the flag and left its work to this caller,
                     // whose kick below makes it.
                     task.runs.fetch_and(!WAITING, Ordering::Relaxed);
-                    return (Self::deferred(owner.clone()).fire(otherwise), true);
+                    let spin = Spin {
+                        ns: spun,
+                        met: false,
+                    };
+                    return (Self::deferred(owner.clone()).fire(otherwise), Some(spin));
                 }
                 core::hint::spin_loop();
             }
         }
-        (Self::deferred(owner.clone()).fire(otherwise), false)
+        (Self::deferred(owner.clone()).fire(otherwise), None)
     }
 
     /// Whether a caller of [`Task::run_now_after`] waits for the run going on to end, to
     /// make the next one: that run, which asks, queues none for what it leaves. Looked at
-    /// for up to `wait_ns` (0: once), for a caller known to be on its way.
-    pub(crate) fn awaited(owner: &Arc<T>, wait_ns: u64) -> bool {
+    /// for up to `wait_ns` (0: once), for a caller known to be on its way; the spin, if
+    /// one was needed, is returned too.
+    pub(crate) fn awaited(owner: &Arc<T>, wait_ns: u64) -> (bool, Option<Spin>) {
         let runs = &owner.task().runs;
         if runs.load(Ordering::Relaxed) & WAITING != 0 {
-            return true;
+            return (true, None);
         }
         if wait_ns == 0 {
-            return false;
+            return (false, None);
         }
-        let until = now_ns().saturating_add(wait_ns);
+        let start = now_ns();
         loop {
             core::hint::spin_loop();
-            if runs.load(Ordering::Relaxed) & WAITING != 0 {
-                return true;
-            }
-            if now_ns() >= until {
-                return false;
+            let met = runs.load(Ordering::Relaxed) & WAITING != 0;
+            let ns = now_ns().saturating_sub(start);
+            if met || ns >= wait_ns {
+                return (met, Some(Spin { ns, met }));
             }
         }
     }
@@ -712,6 +743,7 @@ impl<T: HasTask> Task<T> {
         let task = owner.task();
         let work = task.work.get();
         let cpu = task.cpu.as_ptr();
+        task.queued_ns.store(now_ns(), Ordering::Relaxed);
         let raw = Arc::into_raw(owner);
         let mut moved = false;
         // SAFETY: the work item was initialised in `new`; queueing a queued or disabled
@@ -885,6 +917,7 @@ impl<T: HasTask> Task<T> {
                 Err(r) => runs = r,
             }
         }
+        owner.woke(now_ns().saturating_sub(task.queued_ns.load(Ordering::Relaxed)));
         // SAFETY: a work item never runs concurrently with itself, and `RUNNING`, taken
         // above, keeps a run made now from the scratch until it is released below.
         let scratch = unsafe { &mut *task.scratch.get() };

@@ -20,6 +20,7 @@ use crate::counters::Counters;
 use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
+use crate::glue::module_param::AnswerWaits;
 use crate::glue::net::{Handover, RxPacket, SpareBuffer};
 use crate::glue::queue::SharedQueue;
 use crate::glue::rcu::RcuSection;
@@ -29,7 +30,7 @@ use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
 use crate::glue::sync::{IrqSpinLock, LockClass, Mutex};
 use crate::glue::table::RcuTable;
-use crate::glue::task::{impl_has_task, now_ns, Claim, Fired, Kick, Kicks, Place, Task};
+use crate::glue::task::{impl_has_task, now_ns, Claim, Fired, Kick, Kicks, Place, Spin, Task};
 use crate::incarnation::QpIncarnation;
 use crate::memory::{MrCache, QpMemory};
 use crate::params;
@@ -155,6 +156,30 @@ impl QpShared {
             .user_sq
             .as_ref()
             .is_some_and(|ring| ring.len_by_header() <= 1)
+    }
+
+    /// Whether this answer's doorbell and run spin for each other (`answer_waits`): by
+    /// default while the device's spins cost less than its worker wake-ups, which they do
+    /// when each vCPU has a host core, and not when guests share cores (Write latency 30 %
+    /// worse between two guests on two cores; `transport::wait_gauge`).
+    pub(super) fn answer_spins(&self) -> bool {
+        let spins = match module_param::answer_waits() {
+            AnswerWaits::Never => false,
+            AnswerWaits::Always => true,
+            AnswerWaits::Measured => self.dev.waits.spins(),
+        };
+        if !spins {
+            self.dev.counters.qp_waits_skipped.inc();
+        }
+        spins
+    }
+
+    /// Counts a spin of an answer's doorbell or run, and gives it to the device's gauge.
+    pub(super) fn spun(&self, spin: Spin) {
+        let counters = &self.dev.counters;
+        counters.qp_waits.inc();
+        counters.qp_wait_ns.add(spin.ns);
+        self.dev.waits.spun(spin.ns, spin.met);
     }
 }
 
@@ -751,8 +776,9 @@ pub(crate) fn doorbell(qp: &RrxeQp, counters: &Counters) -> Result {
         // in a ping-pong, where the process waits for the next one anyway: its run is
         // here, with no other CPU to wake, and made in the system call if the ring holds
         // this post alone, after the run going on (usually the one that wrote the peer's
-        // message, still sending its ACK) if need be: queued, it waited for a worker
-        // woken here (2-byte Write latency 31.8 us, 19.3 so). One after the response to
+        // message, still sending its ACK) if need be and if spinning for it pays on this
+        // host (`QpShared::answer_spins`): queued, it waited for a worker woken here
+        // (2-byte Write latency 31.8 us, 19.3 so, in one guest). One after the response to
         // the QP's last outstanding Read or atomic is likewise the next request of a
         // process that waited for it: its run is made at once, in the system call. Queued
         // on the next CPU, it found that CPU's worker gone idle whenever the response's
@@ -796,11 +822,18 @@ pub(crate) fn doorbell(qp: &RrxeQp, counters: &Counters) -> Result {
         }
     }
     let fired = if place == Place::Here && qp.shared.answer_waits() {
-        let (fired, in_vain) = Task::run_now_after(&qp.shared, ANSWER_RUN_WAIT_NS, place);
-        if in_vain {
-            counters.qp_doorbell_waits_expired.inc();
+        if qp.shared.answer_spins() {
+            let (fired, spin) = Task::run_now_after(&qp.shared, ANSWER_RUN_WAIT_NS, place);
+            if let Some(spin) = spin {
+                qp.shared.spun(spin);
+                if !spin.met {
+                    counters.qp_doorbell_waits_expired.inc();
+                }
+            }
+            fired
+        } else {
+            Task::run_now_or(&qp.shared, place)
         }
-        fired
     } else if at_once {
         Task::run_now_or(&qp.shared, place)
     } else {

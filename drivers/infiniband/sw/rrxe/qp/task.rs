@@ -60,6 +60,13 @@ impl TaskOwner for QpShared {
         self.user
     }
 
+    fn woke(&self, ns: u64) {
+        let counters = &self.dev.counters;
+        counters.qp_wakeups.inc();
+        counters.qp_wakeup_ns.add(ns);
+        self.dev.waits.woke(ns);
+    }
+
     fn run(this: &Arc<Self>, scratch: &mut RunScratch, now: bool, chain: &mut Kicks) {
         let RunScratch { outbox, inbox } = scratch;
         let mut spent = Spent::new(module_param::run_times());
@@ -128,15 +135,23 @@ impl TaskOwner for QpShared {
         // The doorbell of a send posted meanwhile may be waiting for this run's end, to make
         // the next run in its system call (`doorbell`). An answer's poster rings (the stock
         // provider for every post, librrxe for one to an empty ring) and may be on its way:
-        // it is given a moment, which costs less than the worker the run would wake.
-        let wait = if left == Left::Answered && this.answer_waits() {
+        // it is given a moment, while the device measures that a spin costs less than the
+        // worker the run would wake.
+        let wait = if left == Left::Answered && this.answer_waits() && this.answer_spins() {
             ANSWER_DOORBELL_WAIT_NS
         } else {
             0
         };
+        let awaited = left != Left::Nothing && {
+            let (awaited, spin) = Task::awaited(this, wait);
+            if let Some(spin) = spin {
+                this.spun(spin);
+            }
+            awaited
+        };
         match left {
             Left::Nothing => {}
-            _ if Task::awaited(this, wait) => counters.qp_answers_awaited.inc(),
+            _ if awaited => counters.qp_answers_awaited.inc(),
             // On the next CPU, the poster's (on two CPUs: it posted while this run had this
             // one), where the answer's run starts at once; here it would wait for the end of
             // this run and of the chain it is in (made at once in that chain, it was no

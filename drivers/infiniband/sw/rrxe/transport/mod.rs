@@ -9,6 +9,10 @@
 //! are built into the kernel module and, through `lib.rs`, on the host for
 //! `cargo test`, which is why sibling modules are only ever named through
 //! `super::` and why neither `std` nor `alloc` is used outside tests.
+//!
+//! One module is not about the wire: [`wait_gauge`] weighs the host's scheduling (whether
+//! spinning for a QP's run costs less than waking a worker), plain arithmetic on samples
+//! the driver takes, here so that `cargo test` checks it too.
 
 pub mod aeth;
 pub mod headers;
@@ -23,3 +27,4 @@ pub mod ring;
 #[cfg(test)]
 mod sim;
 pub mod timer;
+pub mod wait_gauge;
