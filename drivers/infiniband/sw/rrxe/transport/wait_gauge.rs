@@ -8,10 +8,10 @@
 //! next run itself, or leave the work to the run's end, which queues it to a worker woken
 //! on the poster's CPU: the price of the first is the spin, of the second the wake-up.
 //! Which is lower is the host's doing, not the driver's. In one guest whose vCPUs each had
-//! a host core, a spin took 6 us on average and a wake-up 28-55 us. Between two guests
-//! sharing two host cores, the vCPU spun for was often descheduled: spins took 120-390 us
-//! (half ran out) against 55-100 us wake-ups, and a spinning vCPU held the core the other
-//! guest needed (2-byte Write latency 30 % worse).
+//! a host core, a spin took 5-8 us on average and a wake-up 26-55 us. Between two guests
+//! sharing two host cores, the vCPU spun for was often descheduled: spins took 82-394 us
+//! on average (40-88 % of them ran out) against 56-101 us wake-ups, and a spinning vCPU
+//! held the core the other guest needed (2-byte Write latency 30 % worse).
 //!
 //! The gauge keeps a moving average of each, fed by the driver (nothing here reads a
 //! clock), and says spin only while spins cost less; a spin that ran out costs its time
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn one_guest_per_core_keeps_spinning() {
-        // Samples as measured in one guest: 6 us spins, 28-55 us wake-ups.
+        // Samples as measured in one guest: 4-8 us spins, 28-55 us wake-ups.
         let g = WaitGauge::new();
         for i in 0..200u64 {
             g.woke(28_000 + (i % 4) * 9_000);
@@ -143,8 +143,8 @@ mod tests {
 
     #[test]
     fn overcommitted_host_spins_only_to_probe() {
-        // Two guests on two cores: spins of 120-390 us (some past their bound, the vCPU
-        // descheduled), wake-ups of 55-100 us.
+        // Two guests on two cores: spins of 120-388 us (past their bound when the vCPU
+        // was descheduled), half in vain, and wake-ups of 55-100 us.
         let g = WaitGauge::new();
         for i in 0..200u64 {
             g.woke(55_000 + (i % 4) * 15_000);
