@@ -205,7 +205,9 @@ pub(crate) enum Fired {
 /// came.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Spin {
+    /// From the first look to the last, in ns.
     pub(crate) ns: u64,
+    /// The run ended (or the doorbell announced itself) before the bound.
     pub(crate) met: bool,
 }
 
@@ -590,7 +592,7 @@ impl<T: HasTask> Task<T> {
     /// this CPU, where the caller's process goes back to polling). The run waited for sees
     /// [`WAITING`] ([`Task::awaited`]) and queues nothing. The wait is bounded: the run may
     /// be a long one, or, in a preemptible kernel, one preempted on this very CPU. Returns
-    /// what it did, and the spin, if it had to.
+    /// what it did, and its spin if it had to wait (none if it found the task idle).
     /// Process context, with no lock held.
     pub(crate) fn run_now_after(
         owner: &Arc<T>,
