@@ -11,13 +11,17 @@
 #  - message rate of 64-byte RDMA Writes (thousands a second), with kernel CPU us a message;
 #  - the same on rrxe through librrxe, the project's provider, against rdma-core's rxe
 #    provider (BENCH_LIBRRXE=0 leaves it out);
+#  - the same between two devices over a veth pair, where packets take the IP stack, skbs,
+#    the ICRC and the veth as on a wire: both drivers' devices on the pair's two ends in
+#    one namespace (routed over the pair, not to the local address), and rrxe's also in two
+#    namespaces (rdma_rxe binds its UDP socket in init_net alone before Linux 7.1);
 #  - a slow receiver: ib_send_bw of 4 KiB with the server keeping 1, 2 or 8 receives posted
 #    (-r), on rrxe with end-to-end credits, with them off (the `credits` module parameter:
 #    "no credit information", as rdma_rxe reports), through librrxe (whose receives ring
 #    the doorbell rrxe asks for while the sender waits for credits) and on rdma_rxe, with
 #    rrxe's credit holds, receive doorbells and RNR NAKs a message.
-# BENCH_TABLES picks the tables: "main" (all but the slow receiver), "credits" (it alone);
-# both by default. BENCH_RUN_TIMES=1 has rrxe's runs time themselves (the run_times module
+# BENCH_TABLES picks the tables: "main" (loopback and librrxe), "veth" (the pair of
+# devices), "credits" (the slow receiver); all three by default. BENCH_RUN_TIMES=1 has rrxe's runs time themselves (the run_times module
 # parameter) and prints where their time went; its clock readings then count in every
 # figure of rrxe's.
 # With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
@@ -36,7 +40,7 @@ LAT_ITER=${BENCH_LAT_ITERS:-1000}
 RATE_ITER=${BENCH_RATE_ITERS:-20000}
 CREDIT_ITER=${BENCH_CREDIT_ITERS:-2000}
 RX_DEPTHS=${BENCH_RX_DEPTHS:-1 2 8}
-TABLES=${BENCH_TABLES:-main credits}
+TABLES=${BENCH_TABLES:-main veth credits}
 CREDITS_PARAM=/sys/module/rrxe/parameters/credits
 RUN_TIMES=${BENCH_RUN_TIMES:-0}
 ADDR=198.18.9.1
@@ -61,12 +65,16 @@ CREDIT_COUNTERS="credit_holds recv_doorbells rnr_naks_rcvd"
 CREDIT_KEYS="holds doorbells rnrs"
 
 # counts NAMES: rrxe's values of the counters NAMES so far, in that order, on one line
-# (nothing on rdma_rxe, which has none of them).
+# (nothing on rdma_rxe, which has none of them): $dev's, or the sum over $count_devs.
 counts() {
-	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
+	local d
+	for d in ${count_devs:-$dev}; do
+		rdma statistic show link "$d/1" 2>/dev/null
+		echo
+	done | tr ' ' '\n' |
 		awk -v names="$1" 'BEGIN { n = split(names, want, " ") }
-			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] = v } }
-			END { if (1 in c) { for (i = 1; i <= n; i++) printf "%s ", c[i]; print "" } }'
+			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] += v; seen = 1 } }
+			END { if (seen) { for (i = 1; i <= n; i++) printf "%.0f ", c[i]; print "" } }'
 }
 
 # kernel_ticks: the guest's system + irq + softirq time so far, in USER_HZ ticks.
@@ -74,7 +82,9 @@ kernel_ticks() {
 	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
 }
 
-# perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev; appends its figure to
+# perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev (or, when set, the
+# client through the prefix cli_in on cli_dev and cli_gid, to dst, and the server as
+# start_server says); appends its figure to
 # fig[KEY] (bw: average MB/s; lat: average us; rate: thousands of messages a second) and,
 # for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message); on rrxe,
 # QP task runs and timer arms a message (an iteration) to fig[KEY,runs] and fig[KEY,arms].
@@ -85,7 +95,8 @@ perf() {
 	start_server "$prog" "$@"
 	w0=$(work_counts)
 	t0=$(kernel_ticks)
-	out=$(timeout 300 "$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" "$ADDR" 2>&1) || rc=1
+	out=$("${cli_in[@]}" timeout 300 "$prog" -d "${cli_dev:-$dev}" -F -x "${cli_gid:-$g4}" \
+		"$@" -p "$port" "${dst:-$ADDR}" 2>&1) || rc=1
 	t1=$(kernel_ticks)
 	wait "$server" || rc=1
 	w1=$(work_counts)
@@ -145,6 +156,73 @@ ip link add bv0 type veth peer name bv1 || exit 1
 ip addr add "$ADDR/24" dev bv0
 ip link set bv1 up
 ip link set bv0 up
+
+# The "veth" table's two topologies. Packets between two devices take the real path (IP
+# stack, skbs, veth) only if the route to the peer's address leaves through the veth: in
+# one namespace (bw1 and bw2, 198.18.11.0/24), rules ahead of the local table send each
+# address's traffic out of the other end, and the ends accept packets from a local source
+# (accept_local); in two (bnv1 in bns1, bnv2 in bns2, 198.18.10.0/24) that is the plain route.
+VA=198.18.11.1 VB=198.18.11.2
+NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
+if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
+	ip link add bw1 type veth peer name bw2 || exit 1
+	sysctl -qw net.ipv4.conf.all.rp_filter=0
+	for end in "bw1 $VA bw2 $VB 101" "bw2 $VB bw1 $VA 102"; do
+		read -r nd na peer pa table <<<"$end"
+		sysctl -qw "net.ipv4.conf.$nd.accept_local=1" "net.ipv4.conf.$nd.rp_filter=0"
+		ip addr add "$na/32" dev "$nd"
+		ip link set "$nd" up
+		ip route add "$pa" dev "$nd" src "$na" table "$table"
+		ip rule add pref "$((table - 91))" iif lo to "$pa" lookup "$table"
+		ip neigh replace "$pa" lladdr "$(cat "/sys/class/net/$peer/address")" dev "$nd" \
+			nud permanent
+	done
+	ip rule add pref 100 lookup local && ip rule del pref 0 lookup local || exit 1
+	ip netns add "$NS_CLI" && ip netns add "$NS_SRV" &&
+		ip link add bnv1 netns "$NS_CLI" type veth peer name bnv2 netns "$NS_SRV" || exit 1
+	for side in "$NS_CLI bnv1 $NS_CLI_ADDR" "$NS_SRV bnv2 $NS_SRV_ADDR"; do
+		read -r ns nd na <<<"$side"
+		ip -n "$ns" -batch - <<-EOF || exit 1
+		link set lo up
+		addr add $na/24 dev $nd
+		link set $nd up
+		EOF
+	done
+fi
+
+# pair_devices MOD WHERE: MOD loaded, a device on each end (${MOD#rdma_}a for the client,
+# ${MOD#rdma_}b for the server; WHERE: veth, in one namespace, or netns, in two), and perf
+# pointed at them (rrxe's counters summed over both).
+pair_devices() {
+	local type=${1#rdma_} ca sa
+	modprobe "$1" || return
+	if [ "$2" = netns ]; then
+		cli_in=(ip netns exec "$NS_CLI") srv_in=(ip netns exec "$NS_SRV")
+		ca=$NS_CLI_ADDR sa=$NS_SRV_ADDR
+		"${cli_in[@]}" rdma link add "${type}a" type "$type" netdev bnv1 &&
+			"${srv_in[@]}" rdma link add "${type}b" type "$type" netdev bnv2 || return
+	else
+		cli_in=() srv_in=()
+		ca=$VA sa=$VB
+		rdma link add "${type}a" type "$type" netdev bw1 &&
+			rdma link add "${type}b" type "$type" netdev bw2 || return
+	fi
+	cli_gid='' srv_gid=''
+	for _ in $(seq 100); do
+		cli_gid=$(gid_index "${type}a" "$ca") && srv_gid=$(gid_index "${type}b" "$sa") && break
+		sleep 0.1
+	done
+	[ -n "$cli_gid" ] && [ -n "$srv_gid" ] || return 1
+	cli_dev=${type}a srv_dev=${type}b dst=$sa dev=${type}a count_devs="${type}a ${type}b"
+}
+
+# pair_done: the pair's devices deleted, and perf back on $dev.
+pair_done() {
+	"${cli_in[@]}" rdma link delete "$cli_dev"
+	"${srv_in[@]}" rdma link delete "$srv_dev"
+	cli_in=() srv_in=()
+	unset cli_dev srv_dev cli_gid srv_gid dst count_devs
+}
 
 row() { # LABEL KEY
 	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \
@@ -236,21 +314,30 @@ fi
 lib=$(cd "$here" && pwd)/provider/librrxe
 mods="rrxe rdma_rxe"
 [ "${BENCH_LIBRRXE:-1}" = 1 ] && [ -f "$lib-rdmav34.so" ] && mods="rrxe librrxe rdma_rxe"
+# The pair's figures are set against both drivers' loopback ones: those run too.
+[[ " $TABLES " == *" veth "* ]] && mods="rrxe rrxe-veth rrxe-netns ${mods#rrxe } rdma_rxe-veth"
+main=0
+[[ " $TABLES " == *" main "* || " $TABLES " == *" veth "* ]] && main=1
 for r in $(seq "$REPEAT"); do
 	for mod in $mods; do
 		kmod=${mod/librrxe/rrxe}
-		bench_device "$kmod" bv0 "$ADDR" || exit 1
+		kmod=${kmod%-*}
+		if [[ $mod == *-* ]]; then
+			pair_devices "$kmod" "${mod#*-}" || exit 1
+		else
+			bench_device "$kmod" bv0 "$ADDR" || exit 1
+		fi
 		[ "$kmod" = rrxe ] && echo "$RUN_TIMES" >/sys/module/rrxe/parameters/run_times
 		echo "# round $r: $mod"
 		if [ "$mod" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
-		if [[ " $TABLES " == *" main "* ]]; then
+		if [ "$main" = 1 ]; then
 			for op in write send read; do
 				perf "$mod,$op,bw" bw "ib_${op}_bw" -s 65536 -n "$BW_ITER"
 				perf "$mod,$op,lat" lat "ib_${op}_lat" -s 2 -n "$LAT_ITER"
 			done
 			perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
 		fi
-		if [[ " $TABLES " == *" credits "* ]]; then
+		if [[ " $TABLES " == *" credits "* ]] && [[ $mod != *-* ]]; then
 			for d in $RX_DEPTHS; do
 				slow "$mod,slow,$d" "$d"
 			done
@@ -264,7 +351,7 @@ for r in $(seq "$REPEAT"); do
 			fi
 		fi
 		unset RDMAV_DRIVERS
-		rdma link delete "$dev"
+		if [[ $mod == *-* ]]; then pair_done; else rdma link delete "$dev"; fi
 		rmmod "$kmod"
 	done
 done
@@ -291,7 +378,7 @@ if [[ " $TABLES " == *" credits "* ]]; then
 				"$(stat "librrxe,slow,$d,$name")" ""
 		done
 	done
-	[[ " $TABLES " == *" main "* ]] || exit $rc
+	[ "$main" = 1 ] || exit $rc
 fi
 
 echo
@@ -351,5 +438,35 @@ if [[ $mods == *librrxe* ]]; then
 	lrow "ib_write_bw 64B kmsg/s" rate
 	lrow "  kernel CPU us/msg" "rate,cpu"
 	lrow "  send doorbells/msg" "rate,doorbells"
+fi
+if [[ $mods == *-veth* ]]; then
+	echo
+	echo "two devices over a veth pair (IP stack, skbs, ICRC, veth), both drivers, and rrxe's in two"
+	echo "namespaces; median (min-max) and spread of $REPEAT rounds; the last ratio is the pair's"
+	echo "against each driver's own loopback on one device (the main table's)"
+	printf '%-26s %22s %5s %22s %5s %7s %22s %5s %7s %11s\n' "" "rrxe" "" "rdma_rxe" "" \
+		"rrxe/rxe" "rrxe namespaces" "" "ns/rrxe" "lo/pair"
+	vrow() { # LABEL KEY
+		printf '%-26s %22s %5s %22s %5s %7s %22s %5s %7s %11s\n' "$1" \
+			"$(stat "rrxe-veth,$2")" "$(spread "rrxe-veth,$2")" \
+			"$(stat "rdma_rxe-veth,$2")" "$(spread "rdma_rxe-veth,$2")" \
+			"$(ratio "rrxe-veth,$2" "rdma_rxe-veth,$2")" \
+			"$(stat "rrxe-netns,$2")" "$(spread "rrxe-netns,$2")" \
+			"$(ratio "rrxe-netns,$2" "rrxe-veth,$2")" \
+			"$(ratio "rrxe,$2" "rrxe-veth,$2")/$(ratio "rdma_rxe,$2" "rdma_rxe-veth,$2")"
+	}
+	for op in write send read; do
+		vrow "ib_${op}_bw 64KiB MB/s" "$op,bw"
+		vrow "  kernel CPU ms/MB" "$op,bw,cpu"
+		vrow "  QP task runs/msg" "$op,bw,runs"
+	done
+	for op in write send read; do
+		vrow "ib_${op}_lat 2B us" "$op,lat"
+		vrow "  QP task runs/iteration" "$op,lat,runs"
+	done
+	vrow "ib_write_bw 64B kmsg/s" rate
+	vrow "  kernel CPU us/msg" "rate,cpu"
+	vrow "  QP task runs/msg" "rate,runs"
+	echo "(task runs: both of rrxe's devices together; lo/pair: rrxe's, then rdma_rxe's)"
 fi
 exit $rc

@@ -18,9 +18,12 @@
 #   start_server PROG ARGS...
 #                      start PROG's perftest server on $dev (set by bench_device) at the
 #                      next port ($port, which the caller starts at a free one) and wait
-#                      until it listens; its PID in $server
+#                      until it listens; its PID in $server. When set, srv_in (a command
+#                      prefix, such as ip netns exec NS), srv_dev and srv_gid run it there,
+#                      on that device and GID instead
 
 declare -A fig
+srv_in=()
 
 bench_rounds() { echo "${BENCH_REPEAT:-3}"; }
 
@@ -32,10 +35,11 @@ start_server() {
 	local prog=$1 i
 	shift
 	port=$((port + 1))
-	"$prog" -d "$dev" -F -x "$g4" "$@" -p "$port" >/dev/null 2>&1 &
+	"${srv_in[@]}" "$prog" -d "${srv_dev:-$dev}" -F -x "${srv_gid:-$g4}" "$@" -p "$port" \
+		>/dev/null 2>&1 &
 	server=$!
 	for i in $(seq 100); do
-		ss -Hltn "sport = :$port" | grep -q . && return
+		"${srv_in[@]}" ss -Hltn "sport = :$port" | grep -q . && return
 		sleep 0.1
 	done
 }
