@@ -59,7 +59,8 @@ soak:
 bench:
 	@scripts/bench.sh
 
-# The same comparison in one VM: loopback on one device, rounds interleaved, with spreads.
+# The same comparison in one VM: loopback on one device and two devices over a veth pair,
+# rounds interleaved, with spreads.
 bench-local:
 	@scripts/bench.sh local
 

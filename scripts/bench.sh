@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make bench`: perftest on rrxe and on rdma_rxe in the same two-VM boot (release kernel),
 # with the rrxe/rdma_rxe ratio of each figure. `scripts/bench.sh local` (`make bench-local`):
-# the same comparison in one VM, loopback on one device (selftests/rrxe/bench-local.sh);
+# the same comparison in one VM, loopback on one device and two devices over a veth pair
+# (selftests/rrxe/bench-local.sh);
 # BENCH_ICOUNT=SHIFT runs that VM with QEMU's instruction counting (scripts/vm.sh --icount);
 # BENCH_APPEND='ARGS' adds ARGS to its kernel's command line (BENCH_APPEND=idle=poll: vCPUs
 # that poll instead of halting when idle);
