@@ -229,6 +229,23 @@ row() { # LABEL KEY
 		"$(stat "rdma_rxe,$2")" "$(spread "rdma_rxe,$2")" "$(ratio "rrxe,$2" "rdma_rxe,$2")"
 }
 
+# main_rows FN: the main figures' rows, each printed by FN LABEL KEY.
+main_rows() {
+	local op
+	for op in write send read; do
+		"$1" "ib_${op}_bw 64KiB MB/s" "$op,bw"
+		"$1" "  kernel CPU ms/MB" "$op,bw,cpu"
+		"$1" "  QP task runs/msg" "$op,bw,runs"
+	done
+	for op in write send read; do
+		"$1" "ib_${op}_lat 2B us" "$op,lat"
+		"$1" "  QP task runs/iteration" "$op,lat,runs"
+	done
+	"$1" "ib_write_bw 64B kmsg/s" rate
+	"$1" "  kernel CPU us/msg" "rate,cpu"
+	"$1" "  QP task runs/msg" "rate,runs"
+}
+
 # memcpy_rate SIZE: the guest's copy rate between two SIZE-byte buffers in user space, MB/s
 # (CPython's bytearray slice assignment, a memmove; 64 MiB copied).
 memcpy_rate() {
@@ -384,18 +401,7 @@ fi
 echo
 echo "perftest in loopback on one device, median (min-max) and spread of $REPEAT rounds"
 printf '%-30s %22s %5s %22s %5s %8s\n' "" "rrxe" "" "rdma_rxe" "" "rrxe/rxe"
-for op in write send read; do
-	row "ib_${op}_bw 64KiB MB/s" "$op,bw"
-	row "  kernel CPU ms/MB" "$op,bw,cpu"
-	row "  QP task runs/msg" "$op,bw,runs"
-done
-for op in write send read; do
-	row "ib_${op}_lat 2B us" "$op,lat"
-	row "  QP task runs/iteration" "$op,lat,runs"
-done
-row "ib_write_bw 64B kmsg/s" rate
-row "  kernel CPU us/msg" "rate,cpu"
-row "  QP task runs/msg" "rate,runs"
+main_rows row
 row "  QP timer arms/msg" "rate,arms"
 echo "(bandwidth and rate: higher is better; latency and CPU: lower is better)"
 echo
@@ -455,18 +461,7 @@ if [[ $mods == *-veth* ]]; then
 			"$(ratio "rrxe-netns,$2" "rrxe-veth,$2")" \
 			"$(ratio "rrxe,$2" "rrxe-veth,$2")/$(ratio "rdma_rxe,$2" "rdma_rxe-veth,$2")"
 	}
-	for op in write send read; do
-		vrow "ib_${op}_bw 64KiB MB/s" "$op,bw"
-		vrow "  kernel CPU ms/MB" "$op,bw,cpu"
-		vrow "  QP task runs/msg" "$op,bw,runs"
-	done
-	for op in write send read; do
-		vrow "ib_${op}_lat 2B us" "$op,lat"
-		vrow "  QP task runs/iteration" "$op,lat,runs"
-	done
-	vrow "ib_write_bw 64B kmsg/s" rate
-	vrow "  kernel CPU us/msg" "rate,cpu"
-	vrow "  QP task runs/msg" "rate,runs"
+	main_rows vrow
 	echo "(task runs: both of rrxe's devices together; lo/pair: rrxe's, then rdma_rxe's)"
 fi
 exit $rc
