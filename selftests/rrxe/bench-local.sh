@@ -21,9 +21,9 @@
 #    the doorbell rrxe asks for while the sender waits for credits) and on rdma_rxe, with
 #    rrxe's credit holds, receive doorbells and RNR NAKs a message.
 # BENCH_TABLES picks the tables: "main" (loopback and librrxe), "veth" (the pair of
-# devices), "credits" (the slow receiver); all three by default. BENCH_RUN_TIMES=1 has rrxe's runs time themselves (the run_times module
-# parameter) and prints where their time went; its clock readings then count in every
-# figure of rrxe's.
+# devices), "credits" (the slow receiver); all three by default. BENCH_RUN_TIMES=1 has
+# rrxe's runs time themselves (the run_times module parameter) and prints where their time
+# went; its clock readings then count in every figure of rrxe's.
 # With BENCH_SWEEP=1 (`make bench-sweep`) it runs the sweep instead, over a veth of MTU 9000:
 #  - RDMA Write bandwidth from 2 B to 1 MiB, Send and RDMA Read at 4 KiB and 1 MiB (MB/s);
 #  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
@@ -159,9 +159,11 @@ ip link set bv0 up
 
 # The "veth" table's two topologies. Packets between two devices take the real path (IP
 # stack, skbs, veth) only if the route to the peer's address leaves through the veth: in
-# one namespace (bw1 and bw2, 198.18.11.0/24), rules ahead of the local table send each
-# address's traffic out of the other end, and the ends accept packets from a local source
-# (accept_local); in two (bnv1 in bns1, bnv2 in bns2, 198.18.10.0/24) that is the plain route.
+# one namespace (bw1 and bw2, 198.18.11.1 and .2), rules ahead of the local table send
+# each end's traffic for the other's address out of that end, and the ends accept packets
+# from a local source (accept_local); in two (bnv1 in bns1, bnv2 in bns2, 198.18.10.1 and
+# .2) that is the plain route. cli_in and srv_in: perf's prefixes for the namespaces.
+cli_in=() srv_in=()
 VA=198.18.11.1 VB=198.18.11.2
 NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
 if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
@@ -448,8 +450,8 @@ fi
 if [[ $mods == *-veth* ]]; then
 	echo
 	echo "two devices over a veth pair (IP stack, skbs, ICRC, veth), both drivers, and rrxe's in two"
-	echo "namespaces; median (min-max) and spread of $REPEAT rounds; the last ratio is the pair's"
-	echo "against each driver's own loopback on one device (the main table's)"
+	echo "namespaces; median (min-max) and spread of $REPEAT rounds; lo/pair: each driver's loopback"
+	echo "figure (the main table's) over its pair's"
 	printf '%-26s %22s %5s %22s %5s %7s %22s %5s %7s %11s\n' "" "rrxe" "" "rdma_rxe" "" \
 		"rrxe/rxe" "rrxe namespaces" "" "ns/rrxe" "lo/pair"
 	vrow() { # LABEL KEY
