@@ -13,6 +13,8 @@
 # iteration, and a commit's effect shows function by function. Under TCG time follows them
 # for kernel code (Documentation/rrxe/benchmarks.rst); user space's count follows time
 # (perftest's clock-rate calibration loop, a polling program's wait), not the iterations.
+# PROFILE_PAIR=1 runs the program between two devices over a veth pair instead (the path
+# a wire's packets take: skbs, IP, the veth; bench-local.sh's veth table).
 # PROFILE_DRIVERS picks the drivers (default "rrxe rdma_rxe"), PROFILE_TOP the lines shown
 # (40); PROFILE_MODULE names an rrxe.ko built before (another commit's, for a comparison)
 # to load instead of the tree's.
@@ -45,6 +47,7 @@ for driver in ${PROFILE_DRIVERS:-rrxe rdma_rxe}; do
 			--plugin "$out/libinsncount.so,out=$run/blocks" \
 			--env "PROFILE_DRIVER=$driver" --env "PROFILE_PROG=$prog" \
 			--env "PROFILE_ARGS=$args" --env "PROFILE_N=$count" \
+			--env "PROFILE_PAIR=${PROFILE_PAIR:-0}" \
 			--module "$module" \
 			--cmd "$repo/build/kselftest/rrxe/profile-insns.sh" | sed "s/^/$driver, $count iterations: /"
 	done

@@ -157,29 +157,10 @@ ip addr add "$ADDR/24" dev bv0
 ip link set bv1 up
 ip link set bv0 up
 
-# The "veth" table's two topologies. Packets between two devices take the real path (IP
-# stack, skbs, veth) only if the route to the peer's address leaves through the veth: in
-# one namespace (bw1 and bw2, 198.18.11.1 and .2), rules ahead of the local table send
-# each end's traffic for the other's address out of that end, and the ends accept packets
-# from a local source (accept_local); in two (bnv1 in bns1, bnv2 in bns2, 198.18.10.1 and
-# .2) that is the plain route. cli_in and srv_in: perf's prefixes for the namespaces.
-cli_in=() srv_in=()
-VA=198.18.11.1 VB=198.18.11.2
-NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
+# The "veth" table's two topologies: in one namespace, bw1 and bw2 routed to each other over
+# the pair (routed_pair); in two, bnv1 in bns1 and bnv2 in bns2, over the plain route.
 if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
-	ip link add bw1 type veth peer name bw2 || exit 1
-	sysctl -qw net.ipv4.conf.all.rp_filter=0
-	for end in "bw1 $VA bw2 $VB 101" "bw2 $VB bw1 $VA 102"; do
-		read -r nd na peer pa table <<<"$end"
-		sysctl -qw "net.ipv4.conf.$nd.accept_local=1" "net.ipv4.conf.$nd.rp_filter=0"
-		ip addr add "$na/32" dev "$nd"
-		ip link set "$nd" up
-		ip route add "$pa" dev "$nd" src "$na" table "$table"
-		ip rule add pref "$((table - 91))" iif lo to "$pa" lookup "$table"
-		ip neigh replace "$pa" lladdr "$(cat "/sys/class/net/$peer/address")" dev "$nd" \
-			nud permanent
-	done
-	ip rule add pref 100 lookup local && ip rule del pref 0 lookup local || exit 1
+	routed_pair bw1 "$PAIR_A" bw2 "$PAIR_B" || exit 1
 	ip netns add "$NS_CLI" && ip netns add "$NS_SRV" &&
 		ip link add bnv1 netns "$NS_CLI" type veth peer name bnv2 netns "$NS_SRV" || exit 1
 	for side in "$NS_CLI bnv1 $NS_CLI_ADDR" "$NS_SRV bnv2 $NS_SRV_ADDR"; do
@@ -191,40 +172,6 @@ if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
 		EOF
 	done
 fi
-
-# pair_devices MOD WHERE: MOD loaded, a device on each end (${MOD#rdma_}a for the client,
-# ${MOD#rdma_}b for the server; WHERE: veth, in one namespace, or netns, in two), and perf
-# pointed at them (rrxe's counters summed over both).
-pair_devices() {
-	local type=${1#rdma_} ca sa
-	modprobe "$1" || return
-	if [ "$2" = netns ]; then
-		cli_in=(ip netns exec "$NS_CLI") srv_in=(ip netns exec "$NS_SRV")
-		ca=$NS_CLI_ADDR sa=$NS_SRV_ADDR
-		"${cli_in[@]}" rdma link add "${type}a" type "$type" netdev bnv1 &&
-			"${srv_in[@]}" rdma link add "${type}b" type "$type" netdev bnv2 || return
-	else
-		cli_in=() srv_in=()
-		ca=$VA sa=$VB
-		rdma link add "${type}a" type "$type" netdev bw1 &&
-			rdma link add "${type}b" type "$type" netdev bw2 || return
-	fi
-	cli_gid='' srv_gid=''
-	for _ in $(seq 100); do
-		cli_gid=$(gid_index "${type}a" "$ca") && srv_gid=$(gid_index "${type}b" "$sa") && break
-		sleep 0.1
-	done
-	[ -n "$cli_gid" ] && [ -n "$srv_gid" ] || return 1
-	cli_dev=${type}a srv_dev=${type}b dst=$sa dev=${type}a count_devs="${type}a ${type}b"
-}
-
-# pair_done: the pair's devices deleted, and perf back on $dev.
-pair_done() {
-	"${cli_in[@]}" rdma link delete "$cli_dev"
-	"${srv_in[@]}" rdma link delete "$srv_dev"
-	cli_in=() srv_in=()
-	unset cli_dev srv_dev cli_gid srv_gid dst count_devs
-}
 
 row() { # LABEL KEY
 	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \

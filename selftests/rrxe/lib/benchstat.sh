@@ -6,6 +6,17 @@
 #   bench_device MOD NETDEV ADDR
 #                      load MOD (rrxe or rdma_rxe), add its device ($dev: rrxe0 or rxe0)
 #                      over NETDEV, and set g4 to the index of ADDR's RoCE v2 GID
+#   routed_pair END1 ADDR1 END2 ADDR2
+#                      a veth pair, END1 with IPv4 ADDR1 and END2 with ADDR2, whose ends
+#                      reach each other's address over the pair rather than as a local one
+#   pair_devices MOD WHERE
+#                      load MOD and add a device on each end of the pair that WHERE names
+#                      (veth: routed_pair's bw1 and bw2; netns: bnv1 in namespace bns1 and
+#                      bnv2 in bns2, which the caller set up): ${MOD#rdma_}a for the
+#                      client, ${MOD#rdma_}b for the server; point start_server and the
+#                      caller's client at them (srv_in, srv_dev, srv_gid; cli_in, cli_dev,
+#                      cli_gid, dst) and set dev to the client's and count_devs to both
+#   pair_done          delete pair_devices' devices and unset what it set
 #   stat KEY           "median (min-max)" of fig[KEY], or "-"
 #   median KEY         the median alone
 #   spread KEY         (max - min) / median in percent, or "-"
@@ -42,6 +53,62 @@ start_server() {
 		"${srv_in[@]}" ss -Hltn "sport = :$port" | grep -q . && return
 		sleep 0.1
 	done
+}
+
+# Traffic for an address of the host goes to the local address, whatever device the
+# sender names, unless routed otherwise: rules ahead of the local table (needing
+# CONFIG_IP_MULTIPLE_TABLES) send each end's traffic for the other's address out of that
+# end, the neighbours are set so no ARP asks for a local address, and each end accepts
+# packets from a local source.
+routed_pair() {
+	local end nd na peer pa table=101
+	ip link add "$1" type veth peer name "$3" || return
+	sysctl -qw net.ipv4.conf.all.rp_filter=0
+	for end in "$1 $2 $3 $4" "$3 $4 $1 $2"; do
+		read -r nd na peer pa <<<"$end"
+		sysctl -qw "net.ipv4.conf.$nd.accept_local=1" "net.ipv4.conf.$nd.rp_filter=0"
+		ip addr add "$na/32" dev "$nd" && ip link set "$nd" up &&
+			ip route add "$pa" dev "$nd" src "$na" table "$table" &&
+			ip rule add pref "$((table - 91))" iif lo to "$pa" lookup "$table" &&
+			ip neigh replace "$pa" lladdr "$(cat "/sys/class/net/$peer/address")" \
+				dev "$nd" nud permanent || return
+		table=$((table + 1))
+	done
+	ip rule add pref 100 lookup local && ip rule del pref 0 lookup local
+}
+
+PAIR_A=198.18.11.1 PAIR_B=198.18.11.2
+NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
+cli_in=()
+
+pair_devices() {
+	local type=${1#rdma_} ca sa
+	modprobe "$1" || return
+	if [ "$2" = netns ]; then
+		cli_in=(ip netns exec "$NS_CLI") srv_in=(ip netns exec "$NS_SRV")
+		ca=$NS_CLI_ADDR sa=$NS_SRV_ADDR
+		"${cli_in[@]}" rdma link add "${type}a" type "$type" netdev bnv1 &&
+			"${srv_in[@]}" rdma link add "${type}b" type "$type" netdev bnv2 || return
+	else
+		cli_in=() srv_in=()
+		ca=$PAIR_A sa=$PAIR_B
+		rdma link add "${type}a" type "$type" netdev bw1 &&
+			rdma link add "${type}b" type "$type" netdev bw2 || return
+	fi
+	cli_gid='' srv_gid=''
+	for _ in $(seq 100); do
+		cli_gid=$(gid_index "${type}a" "$ca") && srv_gid=$(gid_index "${type}b" "$sa") && break
+		sleep 0.1
+	done
+	[ -n "$cli_gid" ] && [ -n "$srv_gid" ] || return 1
+	cli_dev=${type}a srv_dev=${type}b dst=$sa dev=${type}a count_devs="${type}a ${type}b"
+}
+
+pair_done() {
+	"${cli_in[@]}" rdma link delete "$cli_dev"
+	"${srv_in[@]}" rdma link delete "$srv_dev"
+	cli_in=() srv_in=()
+	unset cli_dev srv_dev cli_gid srv_gid dst count_devs
 }
 
 bench_device() {
