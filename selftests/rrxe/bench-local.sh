@@ -160,17 +160,7 @@ ip link set bv0 up
 # The "veth" table's two topologies: in one namespace, bw1 and bw2 routed to each other over
 # the pair (routed_pair); in two, bnv1 in bns1 and bnv2 in bns2, over the plain route.
 if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
-	routed_pair bw1 "$PAIR_A" bw2 "$PAIR_B" || exit 1
-	ip netns add "$NS_CLI" && ip netns add "$NS_SRV" &&
-		ip link add bnv1 netns "$NS_CLI" type veth peer name bnv2 netns "$NS_SRV" || exit 1
-	for side in "$NS_CLI bnv1 $NS_CLI_ADDR" "$NS_SRV bnv2 $NS_SRV_ADDR"; do
-		read -r ns nd na <<<"$side"
-		ip -n "$ns" -batch - <<-EOF || exit 1
-		link set lo up
-		addr add $na/24 dev $nd
-		link set $nd up
-		EOF
-	done
+	routed_pair && netns_pair || exit 1
 fi
 
 row() { # LABEL KEY

@@ -18,7 +18,7 @@ set -- ${PROFILE_ARGS:--s 2} -n "${PROFILE_N:-1000}"
 
 if [ "${PROFILE_PAIR:-0}" = 1 ]; then
 	# Two devices over a veth pair, as bench-local.sh's veth table runs them.
-	routed_pair bw1 "$PAIR_A" bw2 "$PAIR_B" && pair_devices "$driver" veth || exit 1
+	routed_pair && pair_devices "$driver" veth || exit 1
 else
 	ip link add pv0 type veth peer name pv1 || exit 1
 	ip addr add "$ADDR/24" dev pv0

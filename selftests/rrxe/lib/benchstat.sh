@@ -6,13 +6,14 @@
 #   bench_device MOD NETDEV ADDR
 #                      load MOD (rrxe or rdma_rxe), add its device ($dev: rrxe0 or rxe0)
 #                      over NETDEV, and set g4 to the index of ADDR's RoCE v2 GID
-#   routed_pair END1 ADDR1 END2 ADDR2
-#                      a veth pair, END1 with IPv4 ADDR1 and END2 with ADDR2, whose ends
-#                      reach each other's address over the pair rather than as a local one
+#   routed_pair        the veth pair bw1 ($PAIR_A) and bw2 ($PAIR_B) in this namespace,
+#                      whose ends reach each other's address over the pair rather than as
+#                      a local one
+#   netns_pair         the veth pair bnv1 ($NS_CLI_ADDR, in namespace $NS_CLI) and bnv2
+#                      ($NS_SRV_ADDR, in $NS_SRV)
 #   pair_devices MOD WHERE
 #                      load MOD and add a device on each end of the pair that WHERE names
-#                      (veth: routed_pair's bw1 and bw2; netns: bnv1 in namespace bns1 and
-#                      bnv2 in bns2, which the caller set up): ${MOD#rdma_}a for the
+#                      (veth: routed_pair's; netns: netns_pair's): ${MOD#rdma_}a for the
 #                      client, ${MOD#rdma_}b for the server; point start_server and the
 #                      caller's client at them (srv_in, srv_dev, srv_gid; cli_in, cli_dev,
 #                      cli_gid, dst) and set dev to the client's and count_devs to both
@@ -34,7 +35,10 @@
 #                      on that device and GID instead
 
 declare -A fig
-srv_in=()
+# start_server's and the callers' command prefixes (pair_devices sets them).
+srv_in=() cli_in=()
+PAIR_A=198.18.11.1 PAIR_B=198.18.11.2
+NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
 
 bench_rounds() { echo "${BENCH_REPEAT:-3}"; }
 
@@ -61,25 +65,35 @@ start_server() {
 # end, the neighbours are set so no ARP asks for a local address, and each end accepts
 # packets from a local source.
 routed_pair() {
-	local end nd na peer pa table=101
-	ip link add "$1" type veth peer name "$3" || return
+	local end nd na peer pa pref=10 table=101
+	ip link add bw1 type veth peer name bw2 || return
 	sysctl -qw net.ipv4.conf.all.rp_filter=0
-	for end in "$1 $2 $3 $4" "$3 $4 $1 $2"; do
+	for end in "bw1 $PAIR_A bw2 $PAIR_B" "bw2 $PAIR_B bw1 $PAIR_A"; do
 		read -r nd na peer pa <<<"$end"
 		sysctl -qw "net.ipv4.conf.$nd.accept_local=1" "net.ipv4.conf.$nd.rp_filter=0"
 		ip addr add "$na/32" dev "$nd" && ip link set "$nd" up &&
 			ip route add "$pa" dev "$nd" src "$na" table "$table" &&
-			ip rule add pref "$((table - 91))" iif lo to "$pa" lookup "$table" &&
+			ip rule add pref "$pref" iif lo to "$pa" lookup "$table" &&
 			ip neigh replace "$pa" lladdr "$(cat "/sys/class/net/$peer/address")" \
 				dev "$nd" nud permanent || return
-		table=$((table + 1))
+		pref=$((pref + 1)) table=$((table + 1))
 	done
 	ip rule add pref 100 lookup local && ip rule del pref 0 lookup local
 }
 
-PAIR_A=198.18.11.1 PAIR_B=198.18.11.2
-NS_CLI=bns1 NS_SRV=bns2 NS_CLI_ADDR=198.18.10.1 NS_SRV_ADDR=198.18.10.2
-cli_in=()
+netns_pair() {
+	local side ns nd na
+	ip netns add "$NS_CLI" && ip netns add "$NS_SRV" &&
+		ip link add bnv1 netns "$NS_CLI" type veth peer name bnv2 netns "$NS_SRV" || return
+	for side in "$NS_CLI bnv1 $NS_CLI_ADDR" "$NS_SRV bnv2 $NS_SRV_ADDR"; do
+		read -r ns nd na <<<"$side"
+		ip -n "$ns" -batch - <<-EOF || return
+		link set lo up
+		addr add $na/24 dev $nd
+		link set $nd up
+		EOF
+	done
+}
 
 pair_devices() {
 	local type=${1#rdma_} ca sa
