@@ -104,6 +104,20 @@ ip -n "$N2" link del nsdup
 # program (rping -V, ibv_rc_pingpong -c, ib_write_bw's completions). The RoCE family is the
 # GIDs' (rdma_cm: the address's); the pingpong and perftest exchange their QP numbers over
 # TCP on IPv4 either way (their servers listen on the first address family only).
+# A client started before its server listens is refused at once (rping's connect is
+# rejected, the pingpong's TCP connect fails), and under TCG a program can take longer than
+# any fixed pause to start: a client waits for its server's listener. The pingpong and
+# perftest listen on TCP; rping only with an rdma_cm ID, which the restrack lists.
+listens() { # NS PORT
+	local p
+	p=$(printf ':%04X' "$2")
+	ip netns exec "$1" awk -v p="$p" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 }
+		END { exit !f }' /proc/net/tcp /proc/net/tcp6 ||
+		rdma resource show cm_id | grep LISTEN | grep -q ":$2 "
+}
+port_of() { # ARGS...: the value of the -p option
+	while [ $# -gt 1 ]; do [ "$1" = -p ] && { echo "$2"; return; }; shift; done
+}
 pair() { # NAME SERVER-CMD -- CLIENT-CMD: the server runs in $N2, the client in $N1
 	local name=$1 srv=() cli=()
 	shift
@@ -112,7 +126,7 @@ pair() { # NAME SERVER-CMD -- CLIENT-CMD: the server runs in $N2, the client in 
 	cli=("$@")
 	in2 timeout "$TMO" "${srv[@]}" >"$LOG/$name.server" 2>&1 &
 	local spid=$! ok=1
-	sleep 2
+	wait_for 60 listens "$N2" "$(port_of "${srv[@]}")"
 	in1 timeout "$TMO" "${cli[@]}" >"$LOG/$name.client" 2>&1 || ok=0
 	wait "$spid" || ok=0
 	[ $ok = 1 ] || { tail -n 5 "$LOG/$name.server" "$LOG/$name.client"; return 1; }
@@ -251,9 +265,15 @@ check "rdma link add nst on tun nst0 (in $N1)" in1 rdma link add nst type rrxe n
 check "nst's GID table has the tun's address" wait_for 20 gid_index nst "$T4"
 check "a second tun device nsu on nst1" in1 rdma link add nsu type rrxe netdev nst1
 check "one socket per family in $N1 for both" socks_are "$N1" 2
-check "tun: rping -C 3 -V to the device's own address (rdma_cm, loopback)" \
-	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 3 -V -p 18930 >$LOG/tun.server 2>&1 &
-		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 3 -V -p 18930 && wait"
+loop_rping() { # NAME COUNT PORT: an rping server and client in $N1 on the tun's address
+	in1 timeout "$TMO" rping -s -a "$T4" -C "$2" -V -p "$3" >"$LOG/$1.server" 2>&1 &
+	local spid=$! ok=1
+	wait_for 60 listens "$N1" "$3"
+	in1 timeout "$TMO" rping -c -a "$T4" -C "$2" -V -p "$3" >"$LOG/$1.client" 2>&1 || ok=0
+	wait "$spid" || ok=0
+	[ $ok = 1 ] || { tail -n 5 "$LOG/$1.server" "$LOG/$1.client"; return 1; }
+}
+check "tun: rping -C 3 -V to the device's own address (rdma_cm, loopback)" loop_rping tun 3 18930
 # The port's data counters (PerfMgmt PortCountersExtended, behind sysfs `counters/`, and
 # sent_bytes/rcvd_bytes in rdma statistic): a loopback exchange sends what it receives.
 C=$SYS/nst/ports/1/counters
@@ -274,9 +294,7 @@ check "run_times off by default: $runs runs left qp_run_ns at ${rn:-?}" \
 echo 1 >$RT
 read_data
 xd0=$xd rd0=$rd xp0=$xp rp0=$rp
-check "tun: rping -C 5 -V to its own address again" \
-	bash -c "ip netns exec $N1 timeout $TMO rping -s -a $T4 -C 5 -V -p 18931 >$LOG/tun2.server 2>&1 &
-		sleep 2; ip netns exec $N1 timeout $TMO rping -c -a $T4 -C 5 -V -p 18931 && wait"
+check "tun: rping -C 5 -V to its own address again" loop_rping tun2 5 18931
 read_data
 echo "# port_xmit_data +$((xd - xd0)) port_rcv_data +$((rd - rd0)) (4-octet words), packets +$((xp - xp0)) +$((rp - rp0))"
 check "port_xmit_data moved" test "$((xd - xd0))" -gt 0
@@ -319,7 +337,7 @@ only_init_net() { rdma system set netns "$1"; }
 loop_pp() { # DEV GID PORT: an ibv_rc_pingpong server and client in $N1, on DEV in loopback
 	in1 timeout "$TMO" ibv_rc_pingpong -d "$1" -g "$2" -n 100 -c -p "$3" >"$LOG/loop.server" 2>&1 &
 	local spid=$! ok=1
-	sleep 2
+	wait_for 60 listens "$N1" "$3"
 	in1 timeout "$TMO" ibv_rc_pingpong -d "$1" -g "$2" -n 100 -c -p "$3" 127.0.0.1 \
 		>"$LOG/loop.client" 2>&1 || ok=0
 	wait "$spid" || ok=0
