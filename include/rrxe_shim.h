@@ -115,7 +115,9 @@ void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb);
 int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
 		struct dst_entry **dstp);
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
-		struct dst_entry **dstp);
+		struct dst_entry **dstp, u32 *cookiep);
+bool rrxe_dst_valid(struct dst_entry *dst, u32 cookie);
+void rrxe_dst_hold(struct dst_entry *dst);
 bool rrxe_param_credits(void);
 /*
  * Per-CPU u64 counters (glue/percpu.rs): the offset cookie of a zeroed allocation (NULL if

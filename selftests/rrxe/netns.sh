@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # rrxe in network namespaces, in one VM: two namespaces joined by a veth pair, a device on
 # each end added from inside its namespace, and between them rping, ibv_rc_pingpong and
-# ib_write_bw over IPv4 and IPv6; the RoCEv2 sockets (UDP 4791) of each namespace open with
-# its first device and close with its last, leaving init_net's alone; a netdev unregistered
-# under a device; a namespace deleted under devices with live QPs and open user contexts;
-# a namespace deleted under a device on a physical netdev lent to it (NETNS_LEND=eth0);
-# devices on tun devices, and the port's data counters; the RDMA core's exclusive netns
-# mode, a device moved into a namespace under an open user context. Nothing may splat or
-# leak (the harness checks the logs after the boot; make check runs it in both boots, on
-# side B: side-b.sh, under the debug kernel's KASAN, lockdep and kmemleak, and release-b.sh).
+# ib_write_bw over IPv4 and IPv6, and a route changed under a QP; the RoCEv2 sockets (UDP
+# 4791) of each namespace open with its first device and close with its last, leaving
+# init_net's alone; a netdev unregistered under a device; a namespace deleted under
+# devices with live QPs and open user contexts; a namespace deleted under a device on a
+# physical netdev lent to it (NETNS_LEND=eth0); devices on tun devices, and the port's data
+# counters; the RDMA core's exclusive netns mode, a device moved into a namespace under an
+# open user context. Nothing may splat or leak (the harness checks the logs after the boot;
+# make check runs it in both boots, on side B: side-b.sh, under the debug kernel's KASAN,
+# lockdep and kmemleak, and release-b.sh).
 #   scripts/vm.sh --variant debug --module drivers/infiniband/sw/rrxe/rrxe.ko --cmd selftests/rrxe/netns.sh
 set -u
 here=$(dirname "$0")
@@ -144,6 +145,9 @@ for fam in 4 6; do
 	check "IPv$fam: ib_write_bw -n 50 -s 65536 between the namespaces" \
 		pair "wbw$fam" ib_write_bw -d nsb -x "$gb" -F -n 50 -s 65536 -p "1892$fam" -- \
 		ib_write_bw -d nsa -x "$ga" -F -n 50 -s 65536 -p "1892$fam" "$B4"
+	# A QP keeps its route between packets: a route added under it must take effect.
+	check "IPv$fam: a QP's datagrams take a route added under it, and the old one back" \
+		python3 "$here/netns_route.py" "$N1" nsa "$ga" nsb "$gb" "$srv" nsv1
 done
 
 # --- socket lifetime and netdev unregister within a namespace --------------------------------

@@ -693,9 +693,12 @@ int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 t
 	return 0;
 }
 
-/* Route for an IPv6 RoCEv2 packet leaving through @oif. */
+/*
+ * Route for an IPv6 RoCEv2 packet leaving through @oif, and the cookie that tells a kept
+ * route from one the FIB has since replaced (rrxe_dst_valid).
+ */
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
-		struct dst_entry **dstp)
+		struct dst_entry **dstp, u32 *cookiep)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	struct flowi6 fl6 = {};
@@ -715,9 +718,26 @@ int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,
 		dst_release(dst);
 		return err;
 	}
+	*cookiep = rt6_get_cookie(dst_rt6_info(dst));
 	*dstp = dst;
 	return 0;
 #else
 	return -EAFNOSUPPORT;
 #endif
+}
+
+/*
+ * Whether a route kept since its lookup may still be used: routes are marked obsolete when
+ * the FIB changes (IPv4: the namespace's generation moves on; IPv6: the node's serial
+ * number, which @cookie recorded), or their netdev goes.
+ */
+bool rrxe_dst_valid(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie) != NULL;
+}
+
+/* A further reference on a route the caller holds one on. */
+void rrxe_dst_hold(struct dst_entry *dst)
+{
+	dst_hold(dst);
 }

@@ -920,6 +920,10 @@ pub(crate) struct TxPath {
 /// A route (`struct dst_entry` reference).
 struct Dst(NonNull<bindings::dst_entry>);
 
+// SAFETY: a reference on a route may be taken, checked and dropped on any CPU and in any
+// context (the count is atomic, the route freed after an RCU grace period).
+unsafe impl Send for Dst {}
+
 impl Drop for Dst {
     fn drop(&mut self) {
         // SAFETY: we own a reference.
@@ -927,8 +931,98 @@ impl Drop for Dst {
     }
 }
 
-fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
+impl Dst {
+    /// A further reference on the same route.
+    fn share(&self) -> Self {
+        // SAFETY: we own a reference, so the route is live; the new one is the copy's.
+        unsafe { bindings::rrxe_dst_hold(self.0.as_ptr()) };
+        Self(self.0)
+    }
+}
+
+/// A path's route, looked up once and used for its packets while the FIB still gives it:
+/// a lookup costs a packet some 400 instructions (`ip_route_output_key` through the rules
+/// and the FIB trie), the check a load or two. The kernel's sockets keep their routes the
+/// same way (`sk_dst_check`).
+struct KeptRoute {
+    key: RouteKey,
+    dst: Dst,
+    /// What the route's validity is checked against (IPv6: the FIB node's serial number
+    /// when it was looked up; IPv4 checks the namespace's route generation and needs none).
+    cookie: u32,
+}
+
+/// What a route depends on: the netdev it leaves by, the addresses and the TOS (an IPv4
+/// routing key). The UDP source port and the hop limit are not routed on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RouteKey {
+    netdev: usize,
+    src: IpAddr,
+    dst: IpAddr,
+    tclass: u8,
+}
+
+/// The routes a QP's packets take, kept between packets: one for each of an RC or UC
+/// QP's two paths (primary and alternate, IBA 17.2.8), or for a UD QP's two destinations
+/// last used (a further one replaces the older). Owned by the QP, under its lock; the
+/// routes go with it.
+pub(crate) struct RouteCache {
+    kept: [Option<KeptRoute>; 2],
+    /// The place the next route looked up takes if neither is free.
+    next: usize,
+}
+
+impl RouteCache {
+    /// No routes yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            kept: [None, None],
+            next: 0,
+        }
+    }
+
+    /// A reference on the route for `path` out of `netdev`: the one kept, unless the FIB
+    /// has changed since (a route added or removed, the netdev gone down or away), else
+    /// one looked up and kept. Does not sleep.
+    fn get(&mut self, netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
+        let key = RouteKey {
+            netdev: netdev.as_raw() as usize,
+            src: path.src,
+            dst: path.dst,
+            tclass: path.tclass,
+        };
+        let mut free = None;
+        for (i, place) in self.kept.iter_mut().enumerate() {
+            match place {
+                Some(k) if k.key == key => {
+                    // SAFETY: we hold a reference on the route.
+                    if unsafe { bindings::rrxe_dst_valid(k.dst.0.as_ptr(), k.cookie) } {
+                        return Ok(k.dst.share());
+                    }
+                    *place = None;
+                    free = Some(i);
+                }
+                None => free = free.or(Some(i)),
+                Some(_) => {}
+            }
+        }
+        let (dst, cookie) = route(netdev, path)?;
+        let out = dst.share();
+        let i = free.unwrap_or_else(|| {
+            let i = self.next;
+            self.next = (i + 1) % self.kept.len();
+            i
+        });
+        if let Some(place) = self.kept.get_mut(i) {
+            *place = Some(KeptRoute { key, dst, cookie });
+        }
+        Ok(out)
+    }
+}
+
+fn route(netdev: &NetDevice, path: &TxPath) -> Result<(Dst, u32)> {
     let mut dst = ptr::null_mut();
+    let mut cookie = 0;
     // SAFETY: the netdev is live.
     let (net, oif) = unsafe {
         (
@@ -944,12 +1038,13 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<Dst> {
         },
         // SAFETY: the addresses are 16 readable bytes each, `dst` a valid out pointer.
         (None, None) => unsafe {
-            bindings::rrxe_route6(net, oif, s.as_ptr(), d.as_ptr(), &mut dst)
+            bindings::rrxe_route6(net, oif, s.as_ptr(), d.as_ptr(), &mut dst, &mut cookie)
         },
         _ => return Err(EINVAL),
     };
     to_result(ret)?;
-    NonNull::new(dst).map(Dst).ok_or(EINVAL)
+    let dst = NonNull::new(dst).map(Dst).ok_or(EINVAL)?;
+    Ok((dst, cookie))
 }
 
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
@@ -1062,13 +1157,19 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
 }
 
 /// Sends `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot, whose contents are
-/// ignored) over `path` out of `netdev`, with IP and UDP headers and the ICRC.
+/// ignored) over `path` out of `netdev`, with IP and UDP headers and the ICRC, by the
+/// route `routes` keeps for the path (looked up and kept there if it has none).
 ///
 /// Does not sleep: callable from process context and softirq. Failures (`ENETUNREACH`,
 /// `EHOSTUNREACH`, `ENOMEM`, `ENOBUFS` for a packet the stack dropped, `EINVAL` for a
 /// malformed request) are counted in `tx_errors`.
-pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
-    let ret = try_transmit(netdev, path, bth_to_icrc);
+pub(crate) fn transmit(
+    netdev: &NetDevice,
+    path: &TxPath,
+    bth_to_icrc: &[u8],
+    routes: &mut RouteCache,
+) -> Result {
+    let ret = try_transmit(netdev, path, bth_to_icrc, routes);
     bump(if ret.is_ok() {
         &COUNTERS.tx_packets
     } else {
@@ -1077,8 +1178,13 @@ pub(crate) fn transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) ->
     ret
 }
 
-fn try_transmit(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result {
-    let dst = route(netdev, path)?;
+fn try_transmit(
+    netdev: &NetDevice,
+    path: &TxPath,
+    bth_to_icrc: &[u8],
+    routes: &mut RouteCache,
+) -> Result {
+    let dst = routes.get(netdev, path)?;
     let skb = build(netdev, path, bth_to_icrc)?;
     let dst = core::mem::ManuallyDrop::new(dst);
     // SAFETY: we own the skb and hand it our route reference.

@@ -21,7 +21,7 @@ use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
 use crate::glue::module_param::AnswerWaits;
-use crate::glue::net::{Handover, RxPacket, SpareBuffer};
+use crate::glue::net::{Handover, RouteCache, RxPacket, SpareBuffer};
 use crate::glue::queue::SharedQueue;
 use crate::glue::rcu::RcuSection;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
@@ -224,6 +224,8 @@ pub(super) struct QpCore {
     pub(super) spare: SpareBuffer,
     /// The MRs the engine's last accesses reached, for the next ones of the same use.
     pub(super) mrs: MrCache,
+    /// The routes of the paths the QP's packets last took.
+    pub(super) routes: RouteCache,
 }
 
 /// A run's (or a doorbell's) clock: its readings, and, if it is timed (the `run_times`
@@ -693,6 +695,7 @@ pub(crate) fn create(
         handover: Handover::new()?,
         spare: SpareBuffer::default(),
         mrs: MrCache::default(),
+        routes: RouteCache::new(),
     };
     let connected = init.qp_type.is_connected();
     let outbox = Outbox::new()?;

@@ -11,7 +11,7 @@ use super::backlog::Inbox;
 use super::object::{srq_of, Phase, QpCore, QpShared, RunScratch, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::module_param;
-use crate::glue::net::{self, Handover, IpAddr, RxPacket, SpareBuffer};
+use crate::glue::net::{self, Handover, IpAddr, RouteCache, RxPacket, SpareBuffer};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
 use crate::glue::task::{Fired, Kicks, Place, Task, TaskOwner};
@@ -372,7 +372,7 @@ impl QpCore {
                 qpn,
                 (&mut self.tx, t.len),
                 (&mut self.handover, &mut self.spare),
-                kicks,
+                (kicks, &mut self.routes),
             ),
             None => self.dev.counters.tx_no_path.inc(),
         }
@@ -549,14 +549,14 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
 /// port; traffic to this device's own address takes the loopback path (which hands over
 /// `tx` itself and leaves `spare`, or a buffer of the device's pool, in its place; the
 /// packet joins `handover`, which may hand over what it held to make room, adding kicks to
-/// `kicks`), everything else the netdev's IP stack.
+/// `kicks`), everything else the netdev's IP stack, by the route `routes` keeps.
 fn send(
     dev: &DeviceShared,
     av: &AddressVector,
     qpn: u32,
     (tx, len): (&mut KVec<u8>, usize),
     (handover, spare): (&mut Handover, &mut SpareBuffer),
-    kicks: &mut Kicks,
+    (kicks, routes): (&mut Kicks, &mut RouteCache),
 ) {
     let path = net::TxPath {
         src: IpAddr::from_octets(av.sgid),
@@ -574,7 +574,7 @@ fn send(
         let pool = (&dev.buffers, spare);
         net::loopback_in_place(&port.netdev, &path, tx, len, pool, handover, kicks)
     } else {
-        net::transmit(&port.netdev, &path, &tx[..len])
+        net::transmit(&port.netdev, &path, &tx[..len], routes)
     };
     match result {
         Ok(()) => {
