@@ -107,15 +107,8 @@ ip -n "$N2" link del nsdup
 # TCP on IPv4 either way (their servers listen on the first address family only).
 # A client started before its server listens is refused at once (rping's connect is
 # rejected, the pingpong's TCP connect fails), and under TCG a program can take longer than
-# any fixed pause to start: a client waits for its server's listener. The pingpong and
-# perftest listen on TCP; rping only with an rdma_cm ID, which the restrack lists.
-listens() { # NS PORT
-	local p
-	p=$(printf ':%04X' "$2")
-	ip netns exec "$1" awk -v p="$p" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 }
-		END { exit !f }' /proc/net/tcp /proc/net/tcp6 ||
-		rdma resource show cm_id | grep LISTEN | grep -q ":$2 "
-}
+# any fixed pause to start: a client waits for its server's listener, TCP or rdma_cm.
+listens() { listening "$2" "$1" || cm_listening "$2"; } # NS PORT
 port_of() { # ARGS...: the value of the -p option
 	while [ $# -gt 1 ]; do [ "$1" = -p ] && { echo "$2"; return; }; shift; done
 }

@@ -40,10 +40,6 @@ gid_of() {
 	return 1
 }
 
-listening() {
-	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
-}
-
 rcvd() {
 	local v
 	read -r v <"$SYS/$1/ports/1/hw_counters/rcvd_pkts" 2>/dev/null || v=0

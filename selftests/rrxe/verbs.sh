@@ -96,10 +96,6 @@ remote() {
 	fi
 }
 
-listening() { # port
-	grep -qE "^ *[0-9]+: [0-9A-F:]+:$(printf %04X "$1") [0-9A-F:]+ 0A" /proc/net/tcp /proc/net/tcp6
-}
-
 # loop NAME PORT PROG ARGS...: server and client here, on rrxe0, the same GID.
 loop() {
 	local name=$1 port=$2 prog=$3
@@ -139,10 +135,6 @@ loop() {
 		echo "#   server:"
 		show_log "$OUT/$name.srv"
 	fi
-}
-
-cm_listening() { # port: an rdma_cm ID listens there (rping has no TCP socket)
-	rdma resource show cm_id | grep LISTEN | grep -q ":$1 "
 }
 
 # rping (librdmacm: connection setup by CM MADs over the GSI QP, then RDMA Read/Write and

@@ -132,6 +132,19 @@ subtest() {
 	[ "$rc" = 0 ] || [ "$rc" = "$KSFT_SKIP" ]
 }
 
+# Whether a TCP socket listens on PORT, in namespace NS if given: the servers of the
+# pingpong programs and perftest, which exchange their QP numbers over TCP, are ready then.
+listening() { # PORT [NS]
+	local run=()
+	[ -z "${2:-}" ] || run=(ip netns exec "$2")
+	"${run[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# Whether an rdma_cm ID listens on PORT (rping's server has no TCP socket).
+cm_listening() { # PORT
+	rdma resource show cm_id | grep LISTEN | grep -q ":$1 "
+}
+
 # Polls CMD for up to SECONDS (default 5) until it succeeds.
 wait_for() {
 	local secs=$1
