@@ -82,11 +82,10 @@ def main():
                                gr=GlobalRoute(dgid=b.gid, sgid_index=a.gid_index, hop_limit=64)))
     v6 = ":" in dst
     if v6:
-        route = ["ip", "-n", ns, "-6", "route", "{}", "unreachable", f"{dst}/128"]
+        family, route = "-6", ["unreachable", f"{dst}/128"]
     else:
-        dev = sys.argv[7]
         gateway = dst.rsplit(".", 1)[0] + ".254"
-        route = ["ip", "-n", ns, "route", "{}", f"{dst}/32", "via", gateway, "dev", dev]
+        family, route = "-4", [f"{dst}/32", "via", gateway, "dev", sys.argv[7]]
 
     def attempt(what, arrives):
         sge = SGE(b.mr.buf, GRH + MSG, b.mr.lkey)
@@ -111,15 +110,14 @@ def main():
         print(f"ok: {what}")
 
     def ip_route(verb):
-        subprocess.run([w.format(verb) for w in route], check=True)
+        subprocess.run(["ip", "-n", ns, family, "route", verb, *route], check=True)
 
     attempt("a datagram arrives", True)
     attempt("a second one by the same route arrives", True)
     ip_route("add")
     try:
         # The receive posted for the lost datagram stays posted for the next.
-        attempt(f"with {' '.join(route[route.index('{}') + 1:])} in {ns} the next does not arrive",
-                False)
+        attempt(f"with {' '.join(route)} in {ns} the next does not arrive", False)
     finally:
         ip_route("del")
     attempt("with the route deleted again the next arrives", True)
