@@ -741,3 +741,36 @@ void rrxe_dst_hold(struct dst_entry *dst)
 {
 	dst_hold(dst);
 }
+
+/*
+ * The batch of kicks (glue/task.rs `Kicks`) that the receive path of this CPU adds to while a
+ * QP's run sends a packet: a packet a local netdev loops back (veth, the loopback device)
+ * reaches rrxe's encap_rcv in the softirq that the send's local_bh_enable() runs, on this
+ * CPU, before the send returns. NULL outside such a send.
+ */
+static DEFINE_PER_CPU(void *, rrxe_rx_kicks);
+
+/*
+ * ip_local_out() or ip6_local_out() of @skb with @kicks collecting the kicks of the packets
+ * received on this CPU meanwhile. Preemption stays off so that only this CPU's softirqs,
+ * nested in this call, see the pointer.
+ */
+int rrxe_local_out_collecting(struct net *net, struct sk_buff *skb, bool v4, void *kicks)
+{
+	void *outer;
+	int ret;
+
+	preempt_disable();
+	outer = this_cpu_read(rrxe_rx_kicks);
+	this_cpu_write(rrxe_rx_kicks, kicks);
+	ret = v4 ? ip_local_out(net, NULL, skb) : ip6_local_out(net, NULL, skb);
+	this_cpu_write(rrxe_rx_kicks, outer);
+	preempt_enable();
+	return ret;
+}
+
+/* The batch rrxe_local_out_collecting() set on this CPU, or NULL. Softirq context. */
+void *rrxe_rx_kicks_here(void)
+{
+	return this_cpu_read(rrxe_rx_kicks);
+}

@@ -89,7 +89,8 @@ impl TaskOwner for QpShared {
             dev.counters.qp_runs_now.inc();
         }
         // The packets this run looped back are all queued, so their QPs' runs take them in
-        // one go. Those go to the next CPU (moved there if queued here), to overlap this
+        // one go, and so are those a netdev of this host looped back as the run sent them
+        // (a veth pair's: `net::transmit`). Those go to the next CPU (moved there if queued here), to overlap this
         // one, after a run cut short by its budgets (its next run follows here at once) or
         // one that handed over a batch worth a wake-up. Otherwise they stay on this CPU
         // (waking an idle vCPU doubled a 2-byte Read's round trip), made at once after this
@@ -339,8 +340,8 @@ impl QpCore {
     /// time its sending took is the caller's to count, from there; `now` if the run is
     /// untimed). `now` is when the packet before left (or a reading of the run's): the
     /// engine counts this packet's retransmission timer from it, the start of the packet's
-    /// own building, not of the run. A packet looped back to a QP of this host leaves its
-    /// QP's kick in `kicks`. A timed run adds the time building it took to `spent`.
+    /// own building, not of the run. A packet looped back to a QP of this host, by rrxe or
+    /// by a netdev, leaves its QP's kick in `kicks`. A timed run adds the time building it took to `spent`.
     /// Callers ask the engine's `may_transmit` first: most runs end with a call that would
     /// find nothing, and the look costs less.
     pub(super) fn transmit(
@@ -574,7 +575,7 @@ fn send(
         let pool = (&dev.buffers, spare);
         net::loopback_in_place(&port.netdev, &path, tx, len, pool, handover, kicks)
     } else {
-        net::transmit(&port.netdev, &path, &tx[..len], routes)
+        net::transmit(&port.netdev, &path, &tx[..len], routes, kicks)
     };
     match result {
         Ok(()) => {
