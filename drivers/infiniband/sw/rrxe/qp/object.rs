@@ -28,7 +28,7 @@ use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpMod
 use crate::glue::rdma::object::{PdId, QpHandle, XrcdId};
 use crate::glue::rdma::udata::UData;
 use crate::glue::rdma::wr::{RecvWr, SendWr};
-use crate::glue::sync::{IrqSpinLock, LockClass, Mutex};
+use crate::glue::sync::{BhSpinLock, IrqSpinLock, LockClass, Mutex};
 use crate::glue::table::RcuTable;
 use crate::glue::task::{impl_has_task, now_ns, Claim, Fired, Kick, Kicks, Place, Spin, Task};
 use crate::incarnation::QpIncarnation;
@@ -83,9 +83,10 @@ pub(crate) struct QpShared {
     /// The engine and queues; `None` once the QP is destroyed.
     #[pin]
     pub(super) core: Mutex<Option<QpCore>>,
-    /// Packets waiting for the task.
+    /// Packets waiting for the task, pushed by the receive softirq and by runs and
+    /// doorbells that loop packets back (process context), never in a hard interrupt.
     #[pin]
-    pub(super) rx: IrqSpinLock<Backlog>,
+    pub(super) rx: BhSpinLock<Backlog>,
     /// How many, as the last push or pop left them under `rx`'s lock: a run reads it
     /// without the lock, at its start to skip an empty backlog's lock, at its end to run
     /// again at once for packets that came meanwhile (their own kick, fired elsewhere
@@ -707,7 +708,7 @@ pub(crate) fn create(
                 inbox: Inbox::new(),
             }),
             core <- Mutex::new(Some(core), c_str!("rrxe_qp"), &CORE_LOCK),
-            rx <- IrqSpinLock::new(backlog, c_str!("rrxe_qp_rx"), &RX_LOCK),
+            rx <- BhSpinLock::new(backlog, c_str!("rrxe_qp_rx"), &RX_LOCK),
             posters <- IrqSpinLock::new(
                 Posters {
                     sends: false,
