@@ -153,6 +153,21 @@ for fam in 4 6; do
 	check "IPv$fam: a QP's datagrams take a route added under it, and the old one back" \
 		python3 "$here/netns_route.py" "$N1" nsa "$ga" nsb "$gb" "$srv" nsv1
 done
+# A packet received in the softirq of a send has its ICRC checked by the receiving QP's
+# run, not in the softirq (glue/net.rs encap_rcv): netem flips a bit in one of twenty of
+# nsa's packets, ib_write_bw's Writes to nsb, and the flips in the RoCE part must be
+# dropped as ICRC errors (IBA A17.4) by nsb's QP's run, and the Writes retransmitted
+# until all complete. One way only: a ping-pong's last ACK, corrupted, would leave its
+# peer retrying to a QP that had gone. The counters are the module's.
+w0=$(stat_of nsa wire_icrc_errors)
+check "netem corrupts one in twenty of nsv1's packets" in1 tc qdisc add dev nsv1 root netem corrupt 5%
+check "IPv4: ib_write_bw -n 20 -s 65536 through the corruption" \
+	pair wbwbad ib_write_bw -d nsb -x "$gB4" -F -n 20 -s 65536 -p 18925 -- \
+	ib_write_bw -d nsa -x "$gA4" -F -n 20 -s 65536 -p 18925 "$B4"
+w1=$(stat_of nsa wire_icrc_errors)
+check "... the corrupted packets dropped as ICRC errors (wire_icrc_errors +$((${w1:-0} - ${w0:-0})))" \
+	test "$((${w1:-0} - ${w0:-0}))" -gt 0
+in1 tc qdisc del dev nsv1 root
 
 # --- socket lifetime and netdev unregister within a namespace --------------------------------
 dummy_up "$N1" nsd1

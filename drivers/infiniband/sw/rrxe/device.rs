@@ -59,14 +59,18 @@ enum Route<'a> {
     Multicast,
     /// Nowhere: dropped (counted).
     Drop(&'a Counter),
+    /// Nowhere: its ICRC is wrong (counted by the check).
+    Bad,
 }
 
 impl DeviceCore {
     /// Where `pkt` goes, by the BTH's destination QP (IBA 9.2, bytes 5..8; the QP's task
-    /// parses the rest); counts it in its port's traffic. Inlined into the two receive
-    /// paths (a call a packet otherwise).
+    /// parses the rest); counts it in its port's traffic. Only a packet for one QP may
+    /// still have its ICRC to check ([`RxPacket::icrc_ok`]), by that QP's run: any other is
+    /// checked here, before it is counted (a group's once, before its copies). Inlined into
+    /// the two receive paths (a call a packet otherwise).
     #[inline(always)]
-    fn route(&self, pkt: &RxPacket) -> Route<'_> {
+    fn route(&self, pkt: &mut RxPacket) -> Route<'_> {
         let counters = &self.shared.counters;
         let Some(&[_, _, _, _, _, q0, q1, q2]) = pkt.payload().first_chunk::<8>() else {
             return Route::Drop(&counters.rx_malformed);
@@ -78,6 +82,10 @@ impl DeviceCore {
         let port = ports
             .of_netdev(pkt.netdev())
             .unwrap_or_else(|| ports.first());
+        let index = QpTable::index_of(qpn, port.num).filter(|_| qpn != MULTICAST_QPN);
+        if index.is_none() && !pkt.icrc_ok() {
+            return Route::Bad;
+        }
         let traffic = &port.traffic;
         traffic.rcvd_pkts.inc();
         traffic
@@ -86,7 +94,7 @@ impl DeviceCore {
         if qpn == MULTICAST_QPN {
             traffic.rcvd_mcast_pkts.inc();
             Route::Multicast
-        } else if let Some(index) = QpTable::index_of(qpn, port.num) {
+        } else if let Some(index) = index {
             Route::Qp(index)
         } else {
             Route::Drop(&counters.rx_no_qp)
@@ -95,8 +103,8 @@ impl DeviceCore {
 }
 
 impl RxHandler for DeviceCore {
-    fn receive(&self, pkt: RxPacket, rcu: &RcuSection) -> Option<Kick> {
-        match self.route(&pkt) {
+    fn receive(&self, mut pkt: RxPacket, rcu: &RcuSection) -> Option<Kick> {
+        match self.route(&mut pkt) {
             Route::Qp(index) => self.qps.deliver(&self.shared, index, pkt, rcu),
             Route::Multicast => {
                 // Kicks each member QP's task itself.
@@ -108,6 +116,10 @@ impl RxHandler for DeviceCore {
                 pkt.discard();
                 None
             }
+            Route::Bad => {
+                pkt.discard();
+                None
+            }
         }
     }
 
@@ -116,8 +128,8 @@ impl RxHandler for DeviceCore {
     fn receive_all(&self, pkts: &mut [Option<RxPacket>], kicks: &mut Kicks, rcu: &RcuSection) {
         self.shared.counters.loopback_handovers.inc();
         let mut last = LastQp::new();
-        for pkt in pkts.iter_mut().filter_map(Option::take) {
-            match self.route(&pkt) {
+        for mut pkt in pkts.iter_mut().filter_map(Option::take) {
+            match self.route(&mut pkt) {
                 Route::Qp(index) => {
                     self.qps
                         .deliver_batched(&self.shared, index, pkt, &mut last, kicks, rcu)
@@ -127,6 +139,7 @@ impl RxHandler for DeviceCore {
                     counter.inc();
                     pkt.discard();
                 }
+                Route::Bad => pkt.discard(),
             }
         }
         last.finish(kicks);

@@ -351,6 +351,10 @@ pub(crate) struct RxPacket {
     payload_len: usize,
     src: IpAddr,
     dst: IpAddr,
+    /// The ICRC is still to be checked, by the QP's run that takes the packet in
+    /// ([`RxPacket::icrc_ok`]): the packet arrived in the softirq of a send of this CPU
+    /// (`encap_rcv`), whose run makes the receiving QP's run, likely on the next CPU.
+    icrc_unchecked: bool,
 }
 
 // SAFETY: the skb or buffer is owned exclusively (an skb's dst, which may be an RCU-only
@@ -375,6 +379,53 @@ impl RxPacket {
         // (the whole UDP payload was pulled into it before the ICRC was checked) or the
         // buffer, which we own.
         unsafe { core::slice::from_raw_parts(self.payload.as_ptr(), self.payload_len + ICRC_LEN) }
+    }
+
+    /// Whether the packet's ICRC is right (IBA A17.4), checking it now if its check was
+    /// left to its receiver; a wrong one (or a packet too short to hold one) is counted
+    /// here, and the caller drops the packet.
+    #[inline]
+    pub(crate) fn icrc_ok(&mut self) -> bool {
+        if !self.icrc_unchecked {
+            return true;
+        }
+        self.icrc_unchecked = false;
+        match self.check_icrc() {
+            Ok(()) => true,
+            Err(why) => {
+                why.count();
+                false
+            }
+        }
+    }
+
+    /// The check `parse` left to the receiver, over the IP and UDP headers that precede the
+    /// payload in the skb's linear head.
+    #[inline(never)]
+    fn check_icrc(&self) -> core::result::Result<(), RxDrop> {
+        let ip_len = if self.src.is_v4() {
+            IPV4_HEADER_LEN
+        } else {
+            IPV6_HEADER_LEN
+        };
+        // SAFETY: only a packet `parse` made from an skb is unchecked; it found the UDP
+        // header, and the IP header before it (`ip_len` bytes for the source's family,
+        // which it checked), right before the payload in the skb's linear head, which we own
+        // and nothing changes.
+        let headers = unsafe {
+            core::slice::from_raw_parts(
+                self.payload.as_ptr().sub(ip_len + UDP_HEADER_LEN),
+                ip_len + UDP_HEADER_LEN,
+            )
+        };
+        let (ip, udp) = headers.split_at(ip_len);
+        let udp: &[u8; UDP_HEADER_LEN] = udp.try_into().map_err(|_| RxDrop::Malformed)?;
+        let header = if self.src.is_v4() {
+            IpHeader::V4(ip.try_into().map_err(|_| RxDrop::Malformed)?)
+        } else {
+            IpHeader::V6(ip.try_into().map_err(|_| RxDrop::Malformed)?)
+        };
+        verify_icrc(header, udp, self.bth_to_icrc())
     }
 
     /// The netdev the packet arrived over.
@@ -420,6 +471,7 @@ impl RxPacket {
             payload_len: self.payload_len,
             src: self.src,
             dst: self.dst,
+            icrc_unchecked: self.icrc_unchecked,
         })
     }
 
@@ -475,7 +527,11 @@ impl RxDrop {
 
 /// Checks a packet from a UDP socket, whose `skb->data` is its UDP header, with its network
 /// header set, ICRC included, and turns it into an [`RxPacket`] for `netdev`.
-fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxDrop> {
+fn parse(
+    mut skb: Skb,
+    netdev: &NetDevice,
+    check_icrc: bool,
+) -> core::result::Result<RxPacket, RxDrop> {
     skb.linearize().map_err(|_| RxDrop::NoMem)?;
     let ip_len = skb.network_header_len().ok_or(RxDrop::Malformed)?;
     // SAFETY: we own the skb.
@@ -526,10 +582,10 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
         return Err(RxDrop::Malformed);
     };
 
-    match icrc::verify_with::<KernelCrc32>(header, udp, udp_payload) {
-        Ok(()) => {}
-        Err(IcrcError::Mismatch { .. }) => return Err(RxDrop::BadIcrc),
-        Err(_) => return Err(RxDrop::Truncated),
+    // Left to the receiving run, the check finds the headers where they are now: the
+    // packet keeps the skb, which nothing writes.
+    if check_icrc {
+        verify_icrc(header, udp, udp_payload)?;
     }
 
     let payload_len = udp_payload.len() - ICRC_LEN;
@@ -544,15 +600,30 @@ fn parse(mut skb: Skb, netdev: &NetDevice) -> core::result::Result<RxPacket, RxD
         payload_len,
         src,
         dst,
+        icrc_unchecked: !check_icrc,
     })
+}
+
+/// The ICRC check of a received packet (IBA A17.4), over its IP and UDP headers and the
+/// UDP payload (BTH through ICRC).
+fn verify_icrc(
+    header: IpHeader<'_>,
+    udp: &[u8; UDP_HEADER_LEN],
+    udp_payload: &[u8],
+) -> core::result::Result<(), RxDrop> {
+    match icrc::verify_with::<KernelCrc32>(header, udp, udp_payload) {
+        Ok(()) => Ok(()),
+        Err(IcrcError::Mismatch { .. }) => Err(RxDrop::BadIcrc),
+        Err(_) => Err(RxDrop::Truncated),
+    }
 }
 
 /// Checks `skb` and hands it to the handler bound to `netdev`, counting the outcome.
 ///
 /// Called inside an RCU read-side section (`rcu`), which keeps the handler found alive
 /// (see [`RxBinding`]'s drop).
-fn deliver(skb: Skb, netdev: &NetDevice, rcu: &RcuSection) -> Option<Kick> {
-    let pkt = match parse(skb, netdev) {
+fn deliver(skb: Skb, netdev: &NetDevice, check_icrc: bool, rcu: &RcuSection) -> Option<Kick> {
+    let mut pkt = match parse(skb, netdev, check_icrc) {
         Ok(pkt) => pkt,
         Err(why) => {
             why.count();
@@ -565,7 +636,9 @@ fn deliver(skb: Skb, netdev: &NetDevice, rcu: &RcuSection) -> Option<Kick> {
         // section we are in.
         Some(found) => unsafe { (found.receive)(found.data, pkt, rcu) },
         None => {
-            bump(&COUNTERS.rx_no_device);
+            if pkt.icrc_ok() {
+                bump(&COUNTERS.rx_no_device);
+            }
             pkt.discard();
             None
         }
@@ -595,13 +668,16 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
     let netdev = unsafe { NetDevice::from_raw(dev) };
     // SAFETY: the UDP receive path calls us inside its RCU read-side section.
     let rcu = unsafe { RcuSection::assume() };
-    let Some(kick) = deliver(skb, netdev, &rcu) else {
-        return 0;
-    };
     // SAFETY: softirq context, where preemption is off. A batch set on this CPU is the one
     // of a send this softirq is nested in (`transmit`), whose caller leaves it alone until
     // the send returns, after this softirq.
     let batch = unsafe { bindings::rrxe_rx_kicks_here() }.cast::<Kicks>();
+    // A packet received in a send's softirq has its ICRC checked by its QP's run, which
+    // that send's run makes, on the next CPU for a stream: the CPU whose send the softirq
+    // is in has the sender's work and the kernel's receive path besides.
+    let Some(kick) = deliver(skb, netdev, batch.is_null(), &rcu) else {
+        return 0;
+    };
     // SAFETY: as above: live, and this softirq's alone while it runs.
     match unsafe { batch.as_mut() } {
         Some(batch) => {
@@ -1281,6 +1357,7 @@ fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<
         payload_len: len - ICRC_LEN,
         src: path.src,
         dst: path.dst,
+        icrc_unchecked: false,
     })
 }
 
@@ -1347,6 +1424,7 @@ fn in_place(
         payload_len: len - ICRC_LEN,
         src: path.src,
         dst: path.dst,
+        icrc_unchecked: false,
     })
 }
 

@@ -413,11 +413,14 @@ impl QpTable {
         &self,
         dev: &DeviceShared,
         index: u32,
-        pkt: RxPacket,
+        mut pkt: RxPacket,
         rcu: &RcuSection,
     ) -> Option<Kick> {
         let Some(qp) = self.qps.get(index, rcu) else {
-            dev.counters.rx_no_qp.inc();
+            if pkt.icrc_ok() {
+                dev.counters.rx_no_qp.inc();
+            }
+            pkt.discard();
             return None;
         };
         queue(dev, &qp, pkt).then(|| Task::deferred(qp))
@@ -466,9 +469,13 @@ pub(crate) struct RunScratch {
 fn queue(dev: &DeviceShared, qp: &QpShared, pkt: RxPacket) -> bool {
     {
         let mut backlog = qp.rx.lock();
-        if backlog.push(pkt).is_err() {
+        if let Err(mut pkt) = backlog.push(pkt) {
             drop(backlog);
-            dev.counters.rx_queue_full.inc();
+            // Counted as what it is: the run would not have taken a wrong ICRC's packet in.
+            if pkt.icrc_ok() {
+                dev.counters.rx_queue_full.inc();
+            }
+            pkt.discard();
             return false;
         }
         qp.waiting.store(backlog.len() as u32, Ordering::Release);

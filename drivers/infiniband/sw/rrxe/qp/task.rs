@@ -203,7 +203,7 @@ impl QpCore {
         let mut waiting = shared.waiting.load(Ordering::Acquire) > 0;
         while budget > 0 && outbox.room() >= Outbox::RESERVE {
             // The packets handed to this run came before any in the backlog (see `Inbox`).
-            let pkt = match inbox.pop() {
+            let mut pkt = match inbox.pop() {
                 Some(pkt) => pkt,
                 None if waiting => {
                     let (pkt, left) = {
@@ -222,6 +222,12 @@ impl QpCore {
                 None => break,
             };
             budget -= 1;
+            // A packet received in the softirq of a send of this host has its ICRC checked
+            // here, on this run's CPU rather than the sender's (`net::encap_rcv`).
+            if !pkt.icrc_ok() {
+                pkt.discard();
+                continue;
+            }
             // The packet's own time, not the run's nor the packet before's: it may have
             // arrived after either began, and a timer it starts (an RNR NAK's, IBA
             // 9.7.5.2.8, a minimum) must not count from before its arrival.
