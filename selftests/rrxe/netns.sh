@@ -109,9 +109,6 @@ ip -n "$N2" link del nsdup
 # rejected, the pingpong's TCP connect fails), and under TCG a program can take longer than
 # any fixed pause to start: a client waits for its server's listener, TCP or rdma_cm.
 listens() { listening "$2" "$1" || cm_listening "$2"; } # NS PORT
-port_of() { # ARGS...: the value of the -p option
-	while [ $# -gt 1 ]; do [ "$1" = -p ] && { echo "$2"; return; }; shift; done
-}
 pair() { # NAME SERVER-CMD -- CLIENT-CMD: the server runs in $N2, the client in $N1
 	local name=$1 srv=() cli=()
 	shift

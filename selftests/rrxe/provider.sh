@@ -67,6 +67,7 @@ only_gsi() {
 	! grep -v "type GSI" <<<"$out" | grep -q lqpn
 }
 stock() { "$@"; }
+server_up() { listening "$2" || ! kill -0 "$1" 2>/dev/null; } # PID PORT: listens, or has exited
 via=ours
 pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both through librrxe
 	# (through the stock provider with via=stock)
@@ -75,7 +76,10 @@ pp() { # NAME PROG ARGS...: PROG as server and client on rrxe0 in loopback, both
 	[[ $prog == ib_* ]] && g=-x # perftest names the GID index -x
 	$via timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" >"$LOG/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	# A client that connects before its server listens is refused at once, and a server can
+	# take longer than any fixed pause to start (an XRC ib_send_bw's on the debug kernel
+	# took more than the one second this waited): wait for the listener, or the server's end.
+	wait_for 60 server_up "$spid" "$(port_of "$@")"
 	$via timeout "$TMO" "$prog" -d rrxe0 "$g" "$gid" "$@" 127.0.0.1 >"$LOG/$name.client" 2>&1 || ok=0
 	wait "$spid" || ok=0
 	tail -n 3 "$LOG/$name.server" "$LOG/$name.client"

@@ -140,6 +140,11 @@ listening() { # PORT [NS]
 	"${run[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
 }
 
+# The value of ARGS' -p option: the port a pingpong program or perftest listens on.
+port_of() { # ARGS...
+	while [ $# -gt 1 ]; do [ "$1" = -p ] && { echo "$2"; return; }; shift; done
+}
+
 # Whether an rdma_cm ID listens on PORT (rping's server has no TCP socket).
 cm_listening() { # PORT
 	rdma resource show cm_id | grep LISTEN | grep -q ":$1 "
