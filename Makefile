@@ -73,8 +73,9 @@ bench-sweep:
 profile-engine: deps
 	@scripts/profile-engine.sh
 
-# Where the guest's CPU time goes while perftest runs on rrxe and rdma_rxe in loopback,
-# sampled by perf in the guest (selftests/rrxe/profile-local.sh).
+# Where the guest's CPU time goes while perftest runs on rrxe and rdma_rxe in loopback
+# (BENCH_PROFILE_PAIR=1: between two devices over a veth pair), sampled by perf in the
+# guest (selftests/rrxe/profile-local.sh).
 profile-guest:
 	@scripts/bench.sh profile
 
