@@ -1299,8 +1299,9 @@ fn try_transmit(
     let v4 = path.src.is_v4();
     let skb = skb.into_raw();
     // SAFETY: the skb is a complete IP packet with its route set; the local-out functions
-    // consume it whatever they return. The netdev is live. `kicks` is borrowed for the call,
-    // which keeps it on this CPU's stack, unmoved, while softirqs nested in it add to it.
+    // consume it whatever they return. The netdev is live. `kicks` stays borrowed, so in
+    // place and untouched by its owner, until the call returns: the softirqs nested in it
+    // on this CPU are its only users meanwhile.
     let ret = unsafe {
         let net = bindings::rrxe_dev_net(netdev.as_raw());
         bindings::rrxe_local_out_collecting(net, skb, v4, ptr::from_mut(kicks).cast())
