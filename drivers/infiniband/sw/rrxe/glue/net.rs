@@ -351,10 +351,21 @@ pub(crate) struct RxPacket {
     payload_len: usize,
     src: IpAddr,
     dst: IpAddr,
-    /// The ICRC is still to be checked, by the QP's run that takes the packet in
-    /// ([`RxPacket::icrc_ok`]): the packet arrived in the softirq of a send of this CPU
-    /// (`encap_rcv`), whose run makes the receiving QP's run, likely on the next CPU.
-    icrc_unchecked: bool,
+    /// Whether its ICRC is still to be checked.
+    icrc: IcrcCheck,
+}
+
+/// Where a received packet's ICRC check stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IcrcCheck {
+    /// Made on arrival, or none to make (a packet rrxe looped back carries no ICRC).
+    Done,
+    /// Left to the QP run that takes the packet in ([`RxPacket::icrc_ok`]): the packet
+    /// arrived in the softirq of a send of this CPU (`encap_rcv`), whose run makes the
+    /// receiving QP's run, likely on the next CPU. `ip_len` is the length of the IP header
+    /// `parse` found before the UDP header (the source address does not tell: an IPv6
+    /// packet's may be IPv4-mapped).
+    Left { ip_len: u8 },
 }
 
 // SAFETY: the skb or buffer is owned exclusively (an skb's dst, which may be an RCU-only
@@ -386,11 +397,11 @@ impl RxPacket {
     /// here, and the caller drops the packet.
     #[inline]
     pub(crate) fn icrc_ok(&mut self) -> bool {
-        if !self.icrc_unchecked {
+        let IcrcCheck::Left { ip_len } = self.icrc else {
             return true;
-        }
-        self.icrc_unchecked = false;
-        match self.check_icrc() {
+        };
+        self.icrc = IcrcCheck::Done;
+        match self.check_icrc(usize::from(ip_len)) {
             Ok(()) => true,
             Err(why) => {
                 why.count();
@@ -399,19 +410,13 @@ impl RxPacket {
         }
     }
 
-    /// The check `parse` left to the receiver, over the IP and UDP headers that precede the
-    /// payload in the skb's linear head.
+    /// The check `parse` left to the receiver, over the `ip_len`-byte IP header and the UDP
+    /// header that precede the payload in the skb's linear head.
     #[inline(never)]
-    fn check_icrc(&self) -> core::result::Result<(), RxDrop> {
-        let ip_len = if self.src.is_v4() {
-            IPV4_HEADER_LEN
-        } else {
-            IPV6_HEADER_LEN
-        };
-        // SAFETY: only a packet `parse` made from an skb is unchecked; it found the UDP
-        // header, and the IP header before it (`ip_len` bytes for the source's family,
-        // which it checked), right before the payload in the skb's linear head, which we own
-        // and nothing changes.
+    fn check_icrc(&self, ip_len: usize) -> core::result::Result<(), RxDrop> {
+        // SAFETY: only a packet `parse` made from an skb has its check left; `parse` found
+        // the UDP header, and the `ip_len`-byte IP header before it, right before the payload
+        // in the skb's linear head, which we own and nothing changes.
         let headers = unsafe {
             core::slice::from_raw_parts(
                 self.payload.as_ptr().sub(ip_len + UDP_HEADER_LEN),
@@ -420,7 +425,7 @@ impl RxPacket {
         };
         let (ip, udp) = headers.split_at(ip_len);
         let udp: &[u8; UDP_HEADER_LEN] = udp.try_into().map_err(|_| RxDrop::Malformed)?;
-        let header = if self.src.is_v4() {
+        let header = if ip_len == IPV4_HEADER_LEN {
             IpHeader::V4(ip.try_into().map_err(|_| RxDrop::Malformed)?)
         } else {
             IpHeader::V6(ip.try_into().map_err(|_| RxDrop::Malformed)?)
@@ -471,7 +476,7 @@ impl RxPacket {
             payload_len: self.payload_len,
             src: self.src,
             dst: self.dst,
-            icrc_unchecked: self.icrc_unchecked,
+            icrc: self.icrc,
         })
     }
 
@@ -600,7 +605,14 @@ fn parse(
         payload_len,
         src,
         dst,
-        icrc_unchecked: !check_icrc,
+        icrc: if check_icrc {
+            IcrcCheck::Done
+        } else {
+            // 20 or 40 (the header checks above).
+            IcrcCheck::Left {
+                ip_len: ip_len as u8,
+            }
+        },
     })
 }
 
@@ -1358,7 +1370,7 @@ fn looped_back(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<
         payload_len: len - ICRC_LEN,
         src: path.src,
         dst: path.dst,
-        icrc_unchecked: false,
+        icrc: IcrcCheck::Done,
     })
 }
 
@@ -1425,7 +1437,7 @@ fn in_place(
         payload_len: len - ICRC_LEN,
         src: path.src,
         dst: path.dst,
-        icrc_unchecked: false,
+        icrc: IcrcCheck::Done,
     })
 }
 
