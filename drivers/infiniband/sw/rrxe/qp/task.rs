@@ -90,9 +90,9 @@ impl TaskOwner for QpShared {
         }
         // The packets this run looped back are all queued, so their QPs' runs take them in
         // one go, and so are those a netdev of this host looped back as the run sent them
-        // (a veth pair's: `net::transmit`). Those go to the next CPU (moved there if queued here), to overlap this
-        // one, after a run cut short by its budgets (its next run follows here at once) or
-        // one that handed over a batch worth a wake-up. Otherwise they stay on this CPU
+        // (a veth pair's: `net::transmit`). Those go to the next CPU (moved there if queued
+        // here), to overlap this one, after a run cut short by its budgets (its next run
+        // follows here at once) or one that handed over a batch worth a wake-up. Otherwise they stay on this CPU
         // (waking an idle vCPU doubled a 2-byte Read's round trip), made at once after this
         // run by its caller (a queued run waited for the end of this one), and the runs
         // they kick after them in turn: a Read's response is taken in at once too.
@@ -347,7 +347,8 @@ impl QpCore {
     /// untimed). `now` is when the packet before left (or a reading of the run's): the
     /// engine counts this packet's retransmission timer from it, the start of the packet's
     /// own building, not of the run. A packet looped back to a QP of this host, by rrxe or
-    /// by a netdev, leaves its QP's kick in `kicks`. A timed run adds the time building it took to `spent`.
+    /// by a netdev, leaves its QP's kick in `kicks`. A timed run adds the time building it
+    /// took to `spent`.
     /// Callers ask the engine's `may_transmit` first: most runs end with a call that would
     /// find nothing, and the look costs less.
     pub(super) fn transmit(
