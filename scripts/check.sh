@@ -137,6 +137,11 @@ vm_boot() {
 	124) record fail "$name VMs finished in time (log: $results/$name.log)" ;;
 	125) record fail "$name VMs ended with a status (log: $results/$name.log)" ;;
 	esac
+	# What vm.sh said of a guest that hung or died (with its console's last lines) is all
+	# that CI's output would keep of it.
+	if ((vm_rc == 124 || vm_rc == 125)); then
+		grep -v '^\(PASS\|FAIL\|ok\|not ok\|#\)' "$results/$name.log" | tail -n 60 | sed 's/^/    /'
+	fi
 	local side files f
 	for side in a b; do
 		files=()

@@ -71,6 +71,23 @@ user_pids() {
 	done
 }
 
+# After a command that timed out: the kernel stacks of the tasks that are still blocked in
+# the kernel (state D), on the console and in the results, which a hung test (or a QP whose
+# run never came) leaves behind; a task that cannot be killed shows here, not in dmesg.
+blocked_report() {
+	local d k v state comm
+	for d in /proc/[0-9]*; do
+		state=
+		while read -r k v _; do
+			[ "$k" = State: ] && { state=$v; break; }
+		done 2>/dev/null <"$d/status"
+		[ "$state" = D ] || continue
+		read -r comm 2>/dev/null <"$d/comm"
+		say "blocked: ${d#/proc/} ($comm)"
+		"$BB" sed 's/^/    /' "$d/stack" 2>/dev/null
+	done | "$BB" tee -a "$RES/$side.out"
+}
+
 kill_leftovers() {
 	[ -n "$(user_pids)" ] || return 0
 	say "killing the processes the command left behind"
@@ -265,6 +282,10 @@ run_command() {
 	v=$(($(centi "$end") - $(centi "$up")))
 	printf 'cmd_s=%d.%02d\n' $((v / 100)) $((v % 100)) >>"$RES/$side.times"
 	say "command exited with status $status"
+	# timeout(1)'s status, or its KILL's.
+	if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+		blocked_report
+	fi
 }
 
 status=125

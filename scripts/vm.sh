@@ -382,7 +382,11 @@ for s in "${sides[@]}"; do
 			echo "vm.sh: vm-$s: ${why[$s]}" >&2
 			((result == 124)) || result=125
 		elif ((timed_out)); then
-			echo "vm.sh: vm-$s timed out: killed after ${timeout}s (--timeout); console: $out/$s.console" >&2
+			# The guest did not stop its command in time (its kernel hung, or a task in it
+			# could not be killed): the console's last lines hold what its kernel last said
+			# (a lockup or hung-task report), which CI's log would not show otherwise.
+			echo "vm.sh: vm-$s timed out: killed after ${timeout}s (--timeout); last console lines ($out/$s.console):" >&2
+			tail -n 40 "$out/$s.console" 2>/dev/null | sed 's/^/  /' >&2 || true
 			result=124
 		else
 			echo "vm.sh: vm-$s ended without an exit status (QEMU status ${rc[$s]}); last console lines ($out/$s.console):" >&2
