@@ -14,7 +14,8 @@
 #  - the same between two devices over a veth pair, where packets take the IP stack, skbs,
 #    the ICRC and the veth as on a wire: both drivers' devices on the pair's two ends in
 #    one namespace (routed over the pair, not to the local address), and rrxe's also in two
-#    namespaces (rdma_rxe binds its UDP socket in init_net alone before Linux 7.1);
+#    namespaces (rdma_rxe binds its UDP socket in init_net alone before Linux 7.1), and
+#    64 KiB Writes over it at a 4096-byte path MTU as well (the veths' MTU 9000);
 #  - a slow receiver: ib_send_bw of 4 KiB with the server keeping 1, 2 or 8 receives posted
 #    (-r), on rrxe with end-to-end credits, with them off (the `credits` module parameter:
 #    "no credit information", as rdma_rxe reports), through librrxe (whose receives ring
@@ -163,6 +164,15 @@ if [[ " $TABLES " == *" veth "* ]] && [ "${BENCH_SWEEP:-0}" != 1 ]; then
 	routed_pair && netns_pair || exit 1
 fi
 
+# pair_mtu TOPOLOGY MTU: the MTU of the pair's two veths (the ports' MTU follows).
+pair_mtu() {
+	if [ "$1" = netns ]; then
+		ip -n "$NS_CLI" link set bnv1 mtu "$2" && ip -n "$NS_SRV" link set bnv2 mtu "$2"
+	else
+		ip link set bw1 mtu "$2" && ip link set bw2 mtu "$2"
+	fi
+}
+
 row() { # LABEL KEY
 	printf '%-30s %22s %5s %22s %5s %8s\n' "$1" "$(stat "rrxe,$2")" "$(spread "rrxe,$2")" \
 		"$(stat "rdma_rxe,$2")" "$(spread "rdma_rxe,$2")" "$(ratio "rrxe,$2" "rdma_rxe,$2")"
@@ -293,6 +303,17 @@ for r in $(seq "$REPEAT"); do
 			done
 			perf "$mod,rate" rate ib_write_bw -s 64 -n "$RATE_ITER"
 		fi
+		# Over the pair, 64 KiB Writes at a 4096-byte path MTU too (the veths' MTU 9000 for
+		# them): a packet's fixed cost in the kernel's path sets the pair's figures, and a
+		# quarter as many packets carry the same bytes.
+		if [ "$main" = 1 ] && [[ $mod == *-* ]]; then
+			if pair_mtu "${mod#*-}" 9000; then
+				perf "$mod,mtu4096" bw ib_write_bw -s 65536 -m 4096 -n "$BW_ITER"
+			else
+				rc=1
+			fi
+			pair_mtu "${mod#*-}" 1500 || rc=1
+		fi
 		if [[ " $TABLES " == *" credits "* ]] && [[ $mod != *-* ]]; then
 			for d in $RX_DEPTHS; do
 				slow "$mod,slow,$d" "$d"
@@ -401,6 +422,9 @@ if [[ $mods == *-veth* ]]; then
 			"$(ratio "rrxe,$2" "rrxe-veth,$2")/$(ratio "rdma_rxe,$2" "rdma_rxe-veth,$2")"
 	}
 	main_rows vrow
-	echo "(task runs: both of rrxe's devices together; lo/pair: rrxe's, then rdma_rxe's)"
+	vrow "ib_write_bw MTU 4096 MB/s" mtu4096
+	vrow "  kernel CPU ms/MB" mtu4096,cpu
+	echo "(task runs: both of rrxe's devices together; lo/pair: rrxe's, then rdma_rxe's; MTU 4096:"
+	echo "the veths' MTU 9000, path MTU 4096, where the other rows have 1500 and 1024)"
 fi
 exit $rc
