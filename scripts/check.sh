@@ -137,10 +137,10 @@ vm_boot() {
 	124) record fail "$name VMs finished in time (log: $results/$name.log)" ;;
 	125) record fail "$name VMs ended with a status (log: $results/$name.log)" ;;
 	esac
-	# What vm.sh said of a guest that hung or died (with its console's last lines) is all
-	# that CI's output would keep of it.
+	# What vm.sh said of a guest that hung or died (with its console's last lines), not the
+	# guests' output it streamed (prefixed [a] and [b]), is all that CI's output keeps of it.
 	if ((vm_rc == 124 || vm_rc == 125)); then
-		grep -v '^\(PASS\|FAIL\|ok\|not ok\|#\)' "$results/$name.log" | tail -n 60 | sed 's/^/    /'
+		grep -v '^\[[ab]\] ' "$results/$name.log" | tail -n 60 | sed 's/^/    /'
 	fi
 	local side files f
 	for side in a b; do
