@@ -48,7 +48,9 @@ struct workqueue_struct;
 struct workqueue_struct *rrxe_alloc_task_queue(void);
 void rrxe_wait_briefly(void);
 bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work, int *cpu);
-int rrxe_local_out_collecting(struct net *net, struct sk_buff *skb, bool v4, void *kicks);
+void rrxe_tx_batch_begin(void);
+int rrxe_local_out(struct net *net, struct sk_buff *skb, bool v4);
+void rrxe_tx_batch_end(void *kicks);
 void *rrxe_rx_kicks_here(void);
 unsigned int rrxe_queue_work_beside(struct workqueue_struct *wq, struct work_struct *work,
 				    int *cpu, bool *moved);

@@ -744,32 +744,47 @@ void rrxe_dst_hold(struct dst_entry *dst)
 
 /*
  * The batch of kicks (glue/task.rs `Kicks`) that the receive path of this CPU adds to while a
- * QP's run sends a packet: a packet a local netdev loops back (veth, the loopback device)
- * reaches rrxe's encap_rcv in the softirq that the send's local_bh_enable() runs, on this
- * CPU, before the send returns. NULL outside such a send.
+ * QP's run ends a batch of sends: a packet a local netdev loops back (veth, the loopback
+ * device) reaches rrxe's encap_rcv in the softirq that the batch's local_bh_enable() runs, on
+ * this CPU, before rrxe_tx_batch_end() returns. NULL outside.
  */
 static DEFINE_PER_CPU(void *, rrxe_rx_kicks);
 
 /*
- * ip_local_out() or ip6_local_out() of @skb with @kicks collecting the kicks of the packets
- * received on this CPU meanwhile. Preemption stays off so that only this CPU's softirqs,
- * nested in this call, see the pointer.
+ * Opens a batch of sends: this CPU's softirqs wait for rrxe_tx_batch_end(), so a packet a
+ * local netdev loops back waits on this CPU's backlog and the receive softirq takes the
+ * batch's packets in one go (up to the backlog's weight a poll) rather than one softirq a
+ * packet. Nothing between here and the end may sleep.
  */
-int rrxe_local_out_collecting(struct net *net, struct sk_buff *skb, bool v4, void *kicks)
+void rrxe_tx_batch_begin(void)
+{
+	local_bh_disable();
+}
+
+/* ip_local_out() or ip6_local_out() of @skb, inside a batch. */
+int rrxe_local_out(struct net *net, struct sk_buff *skb, bool v4)
+{
+	return v4 ? ip_local_out(net, NULL, skb) : ip6_local_out(net, NULL, skb);
+}
+
+/*
+ * Closes the batch rrxe_tx_batch_begin() opened, with @kicks (or NULL) collecting the kicks of
+ * the packets the softirqs then run receive. Preemption stays off until the pointer is put
+ * back, so that it is this CPU's it puts back.
+ */
+void rrxe_tx_batch_end(void *kicks)
 {
 	void *outer;
-	int ret;
 
 	preempt_disable();
 	outer = this_cpu_read(rrxe_rx_kicks);
 	this_cpu_write(rrxe_rx_kicks, kicks);
-	ret = v4 ? ip_local_out(net, NULL, skb) : ip6_local_out(net, NULL, skb);
+	local_bh_enable();
 	this_cpu_write(rrxe_rx_kicks, outer);
 	preempt_enable();
-	return ret;
 }
 
-/* The batch rrxe_local_out_collecting() set on this CPU, or NULL. Softirq context. */
+/* The batch rrxe_tx_batch_end() set on this CPU, or NULL. Softirq context. */
 void *rrxe_rx_kicks_here(void)
 {
 	return this_cpu_read(rrxe_rx_kicks);

@@ -12,7 +12,8 @@
 //!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
 //!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
-//!   ICRC and sends it through the IP stack; [`loopback_in_place`] hands the buffer the
+//!   ICRC and sends it through the IP stack, in a [`TxBatch`] whose close runs the receive
+//!   softirq of the packets a netdev of this host loops back; [`loopback_in_place`] hands the buffer the
 //!   transport packet was built in straight to the receive path, taking one from the
 //!   device's [`BufferPool`] in its place.
 //!
@@ -361,8 +362,8 @@ enum IcrcCheck {
     /// Made on arrival, or none to make (a packet rrxe looped back carries no ICRC).
     Done,
     /// Left to the QP run that takes the packet in ([`RxPacket::icrc_ok`]): the packet
-    /// arrived in the softirq of a send of this CPU (`encap_rcv`), whose run makes the
-    /// receiving QP's run, likely on the next CPU. `ip_len` is the length of the IP header
+    /// arrived in the softirq of a batch of sends of this CPU closing (`encap_rcv`), whose
+    /// run makes the receiving QP's run, likely on the next CPU. `ip_len` is the length of the IP header
     /// `parse` found before the UDP header (the source address does not tell: an IPv6
     /// packet's may be IPv4-mapped).
     Left { ip_len: u8 },
@@ -680,13 +681,13 @@ unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_
     let netdev = unsafe { NetDevice::from_raw(dev) };
     // SAFETY: the UDP receive path calls us inside its RCU read-side section.
     let rcu = unsafe { RcuSection::assume() };
-    // SAFETY: softirq context, where preemption is off. A batch set on this CPU is the one
-    // of a send this softirq is nested in (`transmit`), whose caller leaves it alone until
-    // the send returns, after this softirq.
+    // SAFETY: softirq context, where preemption is off. Kicks set on this CPU are those of
+    // the batch of sends whose close runs this softirq (`TxBatch::close`), whose owner
+    // leaves them alone until the close returns, after this softirq.
     let batch = unsafe { bindings::rrxe_rx_kicks_here() }.cast::<Kicks>();
-    // A packet received in a send's softirq has its ICRC checked by its QP's run, which
-    // that send's run makes, on the next CPU for a stream: the CPU whose send the softirq
-    // is in has the sender's work and the kernel's receive path besides.
+    // A packet received as a batch of sends closes has its ICRC checked by its QP's run,
+    // which the sending run makes, on the next CPU for a stream: the CPU whose sends the
+    // softirq takes in has the sender's work and the kernel's receive path besides.
     let Some(kick) = deliver(skb, netdev, batch.is_null(), &rcu) else {
         return 0;
     };
@@ -1266,16 +1267,8 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
 
 /// Sends `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot, whose contents are
 /// ignored) over `path` out of `netdev`, with IP and UDP headers and the ICRC, by the
-/// route `routes` keeps for the path (looked up and kept there if it has none).
-///
-/// A packet a netdev of this host loops back (a veth whose peer is here, `lo`) is received
-/// before the send returns, in the softirq its local-out raises on this CPU: its QP's kick,
-/// and those of any other packet that softirq takes in, go to `kicks` instead of queueing
-/// that QP's work item here. The sending run then makes those runs with the ones it owes
-/// for packets it looped back itself: at once after it, or on the next CPU for a batch
-/// worth a wake-up (`TaskOwner::run` in qp/task.rs). Queued here, the receiver's run
-/// waited for a worker behind the sender's, one wake-up more a round trip (a 2-byte Read
-/// over a veth pair took 75.7 us, 35.2 so), and a stream's two ends shared one CPU.
+/// route `routes` keeps for the path (looked up and kept there if it has none), in `batch`
+/// (opened if it is not).
 ///
 /// Does not sleep: callable from process context and softirq. Failures (`ENETUNREACH`,
 /// `EHOSTUNREACH`, `ENOMEM`, `ENOBUFS` for a packet the stack dropped, `EINVAL` for a
@@ -1285,9 +1278,9 @@ pub(crate) fn transmit(
     path: &TxPath,
     bth_to_icrc: &[u8],
     routes: &mut RouteCache,
-    kicks: &mut Kicks,
+    batch: &mut TxBatch,
 ) -> Result {
-    let ret = try_transmit(netdev, path, bth_to_icrc, routes, kicks);
+    let ret = try_transmit(netdev, path, bth_to_icrc, routes, batch);
     bump(if ret.is_ok() {
         &COUNTERS.tx_packets
     } else {
@@ -1301,7 +1294,7 @@ fn try_transmit(
     path: &TxPath,
     bth_to_icrc: &[u8],
     routes: &mut RouteCache,
-    kicks: &mut Kicks,
+    batch: &mut TxBatch,
 ) -> Result {
     let dst = routes.get(netdev, path)?;
     let skb = build(netdev, path, bth_to_icrc)?;
@@ -1310,13 +1303,12 @@ fn try_transmit(
     unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
     let v4 = path.src.is_v4();
     let skb = skb.into_raw();
+    batch.open();
     // SAFETY: the skb is a complete IP packet with its route set; the local-out functions
-    // consume it whatever they return. The netdev is live. `kicks` stays borrowed, so in
-    // place and untouched by its owner, until the call returns: the softirqs nested in it
-    // on this CPU are its only users meanwhile.
+    // consume it whatever they return. The netdev is live.
     let ret = unsafe {
         let net = bindings::rrxe_dev_net(netdev.as_raw());
-        bindings::rrxe_local_out_collecting(net, skb, v4, ptr::from_mut(kicks).cast())
+        bindings::rrxe_local_out(net, skb, v4)
     };
     // net_xmit_eval(): congestion notification is success, a drop is an error.
     match ret {
@@ -1325,6 +1317,67 @@ fn try_transmit(
         r if r == bindings::RRXE_NET_XMIT_DROP => Err(errno(bindings::RRXE_ENOBUFS)),
         r if r < 0 => to_result(r),
         _ => Err(errno(bindings::RRXE_ENOBUFS)),
+    }
+}
+
+/// A run's sends to the wire, received together where a netdev of this host loops them back.
+///
+/// A veth delivers a packet to its peer in the sender's softirq: sent one by one, each packet
+/// took a softirq of its own, run by the send's `local_bh_enable` before it returned (the
+/// kernel's receive path is most of what a packet over a veth pair costs the sending run).
+/// Between the first [`transmit`] into a batch and its [`close`](Self::close), this CPU's
+/// softirqs wait (`local_bh_disable`): the veth queues the packets on this CPU's backlog, and
+/// the softirq the close runs takes them in one go. Their QPs' kicks, and those of any other
+/// packet that softirq takes in, go to the kicks the close is given, instead of queueing
+/// the QPs' work items here. The sending run then makes those runs with the ones it owes for
+/// packets it looped back itself: at once after it, or on the next CPU for a batch worth a
+/// wake-up (`TaskOwner::run` in qp/task.rs). Queued here, the receiver's run waited for a
+/// worker behind the sender's, one wake-up more a round trip (a 2-byte Read over a veth pair
+/// took 75.7 us, 35.2 so), and a stream's two ends shared one CPU.
+///
+/// Nothing may sleep while a batch is open; a run's building and sending of packets does
+/// not. Bound to its CPU (not `Send`): while it is open, preemption is off.
+pub(crate) struct TxBatch {
+    open: bool,
+    _cpu: PhantomData<*mut ()>,
+}
+
+impl TxBatch {
+    /// A batch not yet open.
+    pub(crate) const fn new() -> Self {
+        Self {
+            open: false,
+            _cpu: PhantomData,
+        }
+    }
+
+    fn open(&mut self) {
+        if !self.open {
+            // SAFETY: closed by `close` or `drop` on this CPU (preemption is off meanwhile).
+            unsafe { bindings::rrxe_tx_batch_begin() };
+            self.open = true;
+        }
+    }
+
+    /// Ends the batch, if a packet opened it: the packets a netdev of this host looped back
+    /// are received now, on this CPU, their QPs' kicks added to `kicks`.
+    pub(crate) fn close(&mut self, kicks: &mut Kicks) {
+        if core::mem::take(&mut self.open) {
+            // SAFETY: the batch is open, on this CPU. `kicks` stays borrowed, so in place
+            // and untouched by its owner, until the call returns: the softirqs it runs on
+            // this CPU are its only users meanwhile (`encap_rcv`).
+            unsafe { bindings::rrxe_tx_batch_end(ptr::from_mut(kicks).cast()) };
+        }
+    }
+}
+
+impl Drop for TxBatch {
+    fn drop(&mut self) {
+        if self.open {
+            // SAFETY: the batch is open, on this CPU. Without kicks to add to, the packets'
+            // kicks queue their QPs' work items.
+            unsafe { bindings::rrxe_tx_batch_end(ptr::null_mut()) };
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::cq::{CqShared, RrxeCq};
 use crate::glue::error::eopnotsupp;
 use crate::glue::module_param;
 use crate::glue::module_param::AnswerWaits;
-use crate::glue::net::{Handover, RouteCache, RxPacket, SpareBuffer};
+use crate::glue::net::{Handover, RouteCache, RxPacket, SpareBuffer, TxBatch};
 use crate::glue::queue::SharedQueue;
 use crate::glue::rcu::RcuSection;
 use crate::glue::rdma::attr::{AddressVector, QpAttributes, QpCaps, QpInit, QpModify};
@@ -332,8 +332,9 @@ impl QpCore {
         let mut spent = Spent::new(module_param::run_times());
         let mut now = spent.now();
         let mut sent = 0;
+        let mut batch = TxBatch::new();
         while sent < DOORBELL_BUDGET && self.engine.may_transmit(&self.sq) {
-            let Some(built) = self.transmit(qpn, kicks, now, &mut spent) else {
+            let Some(built) = self.transmit(qpn, kicks, &mut batch, now, &mut spent) else {
                 break;
             };
             now = spent.now();
@@ -341,6 +342,10 @@ impl QpCore {
                 spent.send += now - built;
             }
             sent += 1;
+        }
+        batch.close(kicks);
+        if spent.timed && sent > 0 {
+            spent.send += spent.now() - now;
         }
         self.handover.flush(kicks);
         spent.add_to(&self.dev.counters);

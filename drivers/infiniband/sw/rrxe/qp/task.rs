@@ -11,7 +11,7 @@ use super::backlog::Inbox;
 use super::object::{srq_of, Phase, QpCore, QpShared, RunScratch, Spent};
 use super::outbox::{Outbox, Queue};
 use crate::glue::module_param;
-use crate::glue::net::{self, Handover, IpAddr, RouteCache, RxPacket, SpareBuffer};
+use crate::glue::net::{self, Handover, IpAddr, RouteCache, RxPacket, SpareBuffer, TxBatch};
 use crate::glue::rdma::attr::AddressVector;
 use crate::glue::rdma::object::{QpEvent, QpHandle, WcFields};
 use crate::glue::task::{Fired, Kicks, Place, Task, TaskOwner};
@@ -289,8 +289,10 @@ impl QpCore {
         let mut sent = 0;
         let mut more = self.may_send(sent, outbox);
         let mut now = if more { spent.latest() } else { 0 };
+        let mut batch = TxBatch::new();
         while more {
-            let Some(built) = self.transmit(qp.qpn(), &mut outbox.kicks, now, spent) else {
+            let Some(built) = self.transmit(qp.qpn(), &mut outbox.kicks, &mut batch, now, spent)
+            else {
                 break;
             };
             sent += 1;
@@ -306,7 +308,9 @@ impl QpCore {
                 spent.open = Some((built, Phase::Send));
             }
         }
-        // The packets looped back go to their QPs now, together.
+        // The packets looped back go to their QPs now, together: by a netdev of this host
+        // as the batch closes, by rrxe as the handover flushes.
+        batch.close(&mut outbox.kicks);
         self.handover.flush(&mut outbox.kicks);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
@@ -347,14 +351,15 @@ impl QpCore {
     /// untimed). `now` is when the packet before left (or a reading of the run's): the
     /// engine counts this packet's retransmission timer from it, the start of the packet's
     /// own building, not of the run. A packet looped back to a QP of this host, by rrxe or
-    /// by a netdev, leaves its QP's kick in `kicks`. A timed run adds the time building it
-    /// took to `spent`.
+    /// by a netdev, leaves its QP's kick in `kicks` (a netdev's once `batch`, which a packet
+    /// for the wire opens, closes). A timed run adds the time building it took to `spent`.
     /// Callers ask the engine's `may_transmit` first: most runs end with a call that would
     /// find nothing, and the look costs less.
     pub(super) fn transmit(
         &mut self,
         qpn: u32,
         kicks: &mut Kicks,
+        batch: &mut TxBatch,
         now: u64,
         spent: &mut Spent,
     ) -> Option<u64> {
@@ -380,7 +385,7 @@ impl QpCore {
                 qpn,
                 (&mut self.tx, t.len),
                 (&mut self.handover, &mut self.spare),
-                (kicks, &mut self.routes),
+                (kicks, &mut self.routes, batch),
             ),
             None => self.dev.counters.tx_no_path.inc(),
         }
@@ -557,14 +562,14 @@ fn grh_of(pkt: &RxPacket) -> [u8; 40] {
 /// port; traffic to this device's own address takes the loopback path (which hands over
 /// `tx` itself and leaves `spare`, or a buffer of the device's pool, in its place; the
 /// packet joins `handover`, which may hand over what it held to make room, adding kicks to
-/// `kicks`), everything else the netdev's IP stack, by the route `routes` keeps.
+/// `kicks`), everything else the netdev's IP stack, by the route `routes` keeps, in `batch`.
 fn send(
     dev: &DeviceShared,
     av: &AddressVector,
     qpn: u32,
     (tx, len): (&mut KVec<u8>, usize),
     (handover, spare): (&mut Handover, &mut SpareBuffer),
-    (kicks, routes): (&mut Kicks, &mut RouteCache),
+    (kicks, routes, batch): (&mut Kicks, &mut RouteCache, &mut TxBatch),
 ) {
     let path = net::TxPath {
         src: IpAddr::from_octets(av.sgid),
@@ -582,7 +587,7 @@ fn send(
         let pool = (&dev.buffers, spare);
         net::loopback_in_place(&port.netdev, &path, tx, len, pool, handover, kicks)
     } else {
-        net::transmit(&port.netdev, &path, &tx[..len], routes, kicks)
+        net::transmit(&port.netdev, &path, &tx[..len], routes, batch)
     };
     match result {
         Ok(()) => {
