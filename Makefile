@@ -13,7 +13,7 @@ VARIANT ?= release
 KDIR = $(shell scripts/kernel.sh dir $(VARIANT))
 KMAKE = $(MAKE) -C $(KDIR) ARCH=x86_64 LLVM=-19 M=$(CURDIR)
 
-.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-sweep profile-engine profile-guest profile-insns test-host provider lint clean
+.PHONY: all deps kernel module kselftest run check soak bench bench-local bench-ab bench-sweep profile-engine profile-guest profile-insns test-host provider lint clean
 
 all: module
 
@@ -63,6 +63,11 @@ bench:
 # rounds interleaved, with spreads.
 bench-local:
 	@scripts/bench.sh local
+
+# Builds of rrxe measured against each other in that VM over the veth pair, in one boot:
+# make bench-ab AB='old/rrxe.ko new/rrxe.ko [rdma_rxe]'.
+bench-ab:
+	@scripts/bench.sh ab $(AB)
 
 # The perftest sweep in that VM: message sizes, QP counts, path MTUs.
 bench-sweep:

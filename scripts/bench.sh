@@ -10,6 +10,9 @@
 # BENCH_SWEEP=1 (`make bench-sweep`) runs the sizes, QP counts and MTUs there instead.
 # `scripts/bench.sh profile` (`make profile-guest`): perftest in that VM under the guest's perf
 # (selftests/rrxe/profile-local.sh).
+# `scripts/bench.sh ab [LABEL=]FILE.ko... [rdma_rxe]` (`make bench-ab AB='...'`): those builds of
+# rrxe (labelled A, B, ... unless named), and rdma_rxe if named, in one VM over the veth pair,
+# rounds interleaved, ratios against the first (selftests/rrxe/bench-ab.sh).
 # See Documentation/rrxe/benchmarks.rst.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +37,29 @@ done
 if [ "${1:-}" = profile ]; then
 	exec scripts/vm.sh --variant release --timeout 3600 --out "$out" "${envs[@]}" \
 		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/profile-local.sh"
+fi
+if [ "${1:-}" = ab ]; then
+	shift
+	mkdir -p "$out/ab"
+	mods=() letter=A
+	for m in "$@"; do
+		if [ "$m" = rdma_rxe ]; then
+			mods+=(rdma_rxe)
+			continue
+		fi
+		label=$letter file=$m
+		[[ $m == *=* ]] && label=${m%%=*} file=${m#*=}
+		[[ $label =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "bench.sh: label '$label'" >&2; exit 1; }
+		[ -f "$file" ] || { echo "bench.sh: no module file $file" >&2; exit 1; }
+		# The guest sees the results directory on /run/results (scripts/vm-init.sh).
+		cp "$file" "$out/ab/$label.ko"
+		mods+=("$label=/run/results/ab/$label.ko")
+		letter=$(echo "$letter" | tr A-Y B-Z)
+	done
+	[ ${#mods[@]} -ge 2 ] || { echo "bench.sh ab: name two builds or more" >&2; exit 1; }
+	exec scripts/vm.sh --variant release --timeout 7200 --out "$out" "${envs[@]}" \
+		--env "BENCH_AB_MODULES=${mods[*]}" \
+		--module drivers/infiniband/sw/rrxe/rrxe.ko --cmd "$guest/bench-ab.sh"
 fi
 if [ "${1:-}" = local ]; then
 	icount=()

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-ab` (scripts/bench.sh ab): two or more builds of rrxe, and rdma_rxe if asked,
+# measured in one boot between two devices over bench-local.sh's routed veth pair, rounds
+# interleaved (the order reversed in even rounds), so that a change is measured against the
+# tree before it rather than against another boot. Not a test: make check does not run it.
+#
+#   BENCH_AB_MODULES   "LABEL=PATH.ko ..." in the guest (scripts/bench.sh puts the files in
+#                      the results directory), or the word rdma_rxe; the first is the base
+#                      every ratio is taken against
+#   BENCH_REPEAT       rounds (default 5)
+#   BENCH_AB_SPECS     "KEY KIND PROGRAM ARGS;..." (KIND: bw, lat or rate, as bench-local.sh's
+#                      figures); the default: 64 KiB Write, Send and Read bandwidth, the
+#                      64-byte Write rate and 2-byte Write and Read latency
+#   BENCH_AB_MTU       the veths' MTU (default 1500; 9000 for a 4096-byte path MTU, -m 4096)
+#
+# Each figure: median (min-max) of the rounds and the spread for every build, its ratio to
+# the first build's median, and the guest's kernel CPU a MB or a message (bw, rate), which
+# moves less with the host's scheduling than the figures themselves
+# (Documentation/rrxe/benchmarks.rst, *Comparing two builds*).
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/gid.sh"
+. "$here/lib/benchstat.sh"
+
+REPEAT=${BENCH_REPEAT:-5}
+SPECS=${BENCH_AB_SPECS:-"write bw ib_write_bw -s 65536 -n 2000;send bw ib_send_bw -s 65536 -n 2000;read bw ib_read_bw -s 65536 -n 2000;rate rate ib_write_bw -s 64 -n 20000;write-lat lat ib_write_lat -s 2 -n 1000;read-lat lat ib_read_lat -s 2 -n 1000"}
+port=19300
+rc=0
+
+labels=()
+declare -A path
+for m in ${BENCH_AB_MODULES:-}; do
+	if [ "$m" = rdma_rxe ]; then
+		label=rdma_rxe
+	else
+		label=${m%%=*} path[$label]=${m#*=}
+		[ "$label" != "$m" ] && [ -f "${path[$label]}" ] ||
+			{ echo "bench-ab: '$m' is not LABEL=PATH.ko of an existing file"; exit 1; }
+	fi
+	labels+=("$label")
+done
+[ ${#labels[@]} -ge 2 ] || { echo "bench-ab: BENCH_AB_MODULES names fewer than two builds"; exit 1; }
+
+# rrxe's dependencies (ib_core, ib_uverbs, the UDP tunnel modules) loaded from the tree the
+# VM was booted with, so that each build loads with insmod.
+modprobe rrxe && rmmod rrxe || exit 1
+
+kernel_ticks() {
+	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
+}
+
+# load LABEL / unload LABEL
+load() {
+	if [ "$1" = rdma_rxe ]; then modprobe rdma_rxe; else insmod "${path[$1]}"; fi
+}
+unload() {
+	if [ "$1" = rdma_rxe ]; then rmmod rdma_rxe; else rmmod rrxe; fi
+}
+
+# measure LABEL KEY KIND PROGRAM ARGS...: one figure into fig[LABEL,KEY] and its kernel CPU
+# into fig[LABEL,KEY,cpu] (ms a MB for bw, us a message for rate).
+measure() {
+	local label=$1 key=$2 kind=$3 prog=$4 out row t0 t1
+	shift 4
+	start_server "$prog" "$@"
+	t0=$(kernel_ticks)
+	out=$(timeout 300 "$prog" -d "$cli_dev" -F -x "$cli_gid" "$@" -p "$port" "$dst" 2>&1) || rc=1
+	t1=$(kernel_ticks)
+	wait "$server" || rc=1
+	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
+	echo "# $label $key: $row; kernel CPU $((t1 - t0)) ticks"
+	[ -n "$row" ] || return
+	if [ "$kind" != lat ] && awk '{ exit !($4 + 0 == 0) }' <<<"$row"; then
+		echo "# $label $key: no figure (perftest's clock did not calibrate)"
+		return
+	fi
+	local hz
+	hz=$(getconf CLK_TCK)
+	case $kind in
+	bw)
+		fig[$label,$key]+="$(awk '{ print $4 }' <<<"$row") "
+		fig[$label,$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$hz" \
+			'{ printf "%.3f", t / hz * 1000 / ($1 * $2 / 1e6) }' <<<"$row") "
+		;;
+	rate)
+		fig[$label,$key]+="$(awk '{ printf "%.1f", $5 * 1000 }' <<<"$row") "
+		fig[$label,$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$hz" \
+			'{ printf "%.2f", t / hz * 1e6 / $2 }' <<<"$row") "
+		;;
+	lat) fig[$label,$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
+	esac
+}
+
+routed_pair || exit 1
+if [ -n "${BENCH_AB_MTU:-}" ]; then
+	ip link set bw1 mtu "$BENCH_AB_MTU" && ip link set bw2 mtu "$BENCH_AB_MTU" || exit 1
+fi
+IFS=';' read -ra specs <<<"$SPECS"
+for r in $(seq "$REPEAT"); do
+	order=("${labels[@]}")
+	if ((r % 2 == 0)); then
+		order=()
+		for ((i = ${#labels[@]} - 1; i >= 0; i--)); do order+=("${labels[i]}"); done
+	fi
+	for label in "${order[@]}"; do
+		echo "# round $r: $label"
+		load "$label" || exit 1
+		mod=rrxe
+		[ "$label" = rdma_rxe ] && mod=rdma_rxe
+		pair_devices "$mod" veth || exit 1
+		for spec in "${specs[@]}"; do
+			read -r key kind prog args <<<"$spec"
+			# shellcheck disable=SC2086 # the spec's arguments, word by word
+			measure "$label" "$key" "$kind" "$prog" $args
+		done
+		pair_done
+		unload "$label" || exit 1
+	done
+done
+
+echo
+echo "builds over the routed veth pair, MTU ${BENCH_AB_MTU:-1500}; median (min-max) and spread of"
+echo "$REPEAT rounds in one boot; x${labels[0]}: the median over ${labels[0]}'s"
+for spec in "${specs[@]}"; do
+	read -r key kind _ <<<"$spec"
+	unit="MB/s" cpu="kernel CPU ms/MB"
+	[ "$kind" = lat ] && unit=us
+	[ "$kind" = rate ] && unit=kmsg/s cpu="kernel CPU us/msg"
+	printf '%s, %s\n' "$key" "$unit"
+	for label in "${labels[@]}"; do
+		printf '  %-12s %24s %5s %6s' "$label" "$(stat "$label,$key")" \
+			"$(spread "$label,$key")" "$(ratio "$label,$key" "${labels[0]},$key")"
+		[ "$kind" = lat ] || printf '   %s %s' "$cpu" "$(median "$label,$key,cpu")"
+		echo
+	done
+done
+exit $rc
