@@ -46,10 +46,6 @@ done
 # VM was booted with, so that each build loads with insmod.
 modprobe rrxe && rmmod rrxe || exit 1
 
-kernel_ticks() {
-	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
-}
-
 # load LABEL / unload LABEL
 load() {
 	if [ "$1" = rdma_rxe ]; then modprobe rdma_rxe; else insmod "${path[$1]}"; fi
@@ -71,25 +67,8 @@ measure() {
 	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
 	echo "# $label $key: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
-	if [ "$kind" != lat ] && awk '{ exit !($4 + 0 == 0) }' <<<"$row"; then
-		echo "# $label $key: no figure (perftest's clock did not calibrate)"
-		return
-	fi
-	local hz
-	hz=$(getconf CLK_TCK)
-	case $kind in
-	bw)
-		fig[$label,$key]+="$(awk '{ print $4 }' <<<"$row") "
-		fig[$label,$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$hz" \
-			'{ printf "%.3f", t / hz * 1000 / ($1 * $2 / 1e6) }' <<<"$row") "
-		;;
-	rate)
-		fig[$label,$key]+="$(awk '{ printf "%.1f", $5 * 1000 }' <<<"$row") "
-		fig[$label,$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$hz" \
-			'{ printf "%.2f", t / hz * 1e6 / $2 }' <<<"$row") "
-		;;
-	lat) fig[$label,$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
-	esac
+	no_figure "$label,$key" "$kind" "$row" "$out" && return
+	add_figure "$label,$key" "$kind" "$row" $((t1 - t0))
 }
 
 routed_pair || exit 1

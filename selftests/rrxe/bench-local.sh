@@ -78,11 +78,6 @@ counts() {
 			END { if (seen) { for (i = 1; i <= n; i++) printf "%.0f ", c[i]; print "" } }'
 }
 
-# kernel_ticks: the guest's system + irq + softirq time so far, in USER_HZ ticks.
-kernel_ticks() {
-	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
-}
-
 # perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev (or, when set, the
 # client through the prefix cli_in on cli_dev and cli_gid, to dst, and the server as
 # start_server says); appends its figure to
@@ -101,17 +96,12 @@ perf() {
 	t1=$(kernel_ticks)
 	wait "$server" || rc=1
 	w1=$(work_counts)
-	# bw: "#bytes #iterations BW-peak BW-average MsgRate" (MB/s, Mpps);
-	# lat: "#bytes #iterations t_min t_max t_typical t_avg ..." (us).
 	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
 	echo "# $key $prog $*: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
 	# A rate of zero over iterations that ran is perftest failing to calibrate its cycle
 	# counter against the clock (under TCG, now and then): no figure, and its words.
-	if [ "$kind" != lat ] && awk '{ exit !($4 + 0 == 0) }' <<<"$row"; then
-		echo "# $key: no figure (perftest's clock: $(grep -iE 'correlation|conflicting|mhz' <<<"$out" | head -2 | tr '\n' ' '))"
-		return
-	fi
+	no_figure "$key" "$kind" "$row" "$out" && return
 	if [ -n "$w0" ] && [ -n "$w1" ]; then
 		local k=0 name
 		for name in $WORK_KEYS; do
@@ -122,19 +112,7 @@ perf() {
 				<<<"$row") "
 		done
 	fi
-	case $kind in
-	bw)
-		fig[$key]+="$(awk '{ print $4 }' <<<"$row") "
-		fig[$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
-			'{ printf "%.3f", t / hz * 1000 / ($1 * $2 / 1e6) }' <<<"$row") "
-		;;
-	rate)
-		fig[$key]+="$(awk '{ printf "%.1f", $5 * 1000 }' <<<"$row") "
-		fig[$key,cpu]+="$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
-			'{ printf "%.2f", t / hz * 1e6 / $2 }' <<<"$row") "
-		;;
-	lat) fig[$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
-	esac
+	add_figure "$key" "$kind" "$row" $((t1 - t0))
 }
 
 # slow KEY R: ib_send_bw of CREDIT_ITER 4 KiB messages into a server keeping R receives

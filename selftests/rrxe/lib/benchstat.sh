@@ -27,6 +27,14 @@
 #   bench_order ROUND  the drivers in the order round ROUND measures them: rrxe first in odd
 #                      rounds, rdma_rxe first in even ones, so that neither always has the
 #                      boot's first (or last) minutes
+#   kernel_ticks       the guest's system + irq + softirq time so far, in USER_HZ ticks
+#   no_figure KEY KIND ROW OUT
+#                      true (saying why) when perftest's summary ROW of a bw or rate KIND
+#                      has a rate of zero, its clock's calibration failing (OUT: its output)
+#   add_figure KEY KIND ROW TICKS
+#                      append ROW's figure to fig[KEY] (bw: average MB/s; lat: average us;
+#                      rate: thousands of messages a second) and, for bw and rate, the
+#                      kernel CPU its TICKS make to fig[KEY,cpu] (ms a MB; us a message)
 #   start_server PROG ARGS...
 #                      start PROG's perftest server on $dev (set by bench_device) at the
 #                      next port ($port, which the caller starts at a free one) and wait
@@ -44,6 +52,35 @@ bench_rounds() { echo "${BENCH_REPEAT:-3}"; }
 
 bench_order() {
 	if (($1 % 2)); then echo rrxe rdma_rxe; else echo rdma_rxe rrxe; fi
+}
+
+kernel_ticks() {
+	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
+}
+
+# perftest's summary rows: bw "#bytes #iterations BW-peak BW-average MsgRate" (MB/s, Mpps);
+# lat "#bytes #iterations t_min t_max t_typical t_avg ..." (us).
+no_figure() {
+	[ "$2" != lat ] && awk '{ exit !($4 + 0 == 0) }' <<<"$3" || return 1
+	echo "# $1: no figure (perftest's clock: $(grep -iE 'correlation|conflicting|mhz' <<<"$4" | head -2 | tr '\n' ' '))"
+}
+
+add_figure() {
+	local key=$1 kind=$2 row=$3 ticks=$4 hz
+	hz=$(getconf CLK_TCK)
+	case $kind in
+	bw)
+		fig[$key]+="$(awk '{ print $4 }' <<<"$row") "
+		fig[$key,cpu]+="$(awk -v t="$ticks" -v hz="$hz" \
+			'{ printf "%.3f", t / hz * 1000 / ($1 * $2 / 1e6) }' <<<"$row") "
+		;;
+	rate)
+		fig[$key]+="$(awk '{ printf "%.1f", $5 * 1000 }' <<<"$row") "
+		fig[$key,cpu]+="$(awk -v t="$ticks" -v hz="$hz" \
+			'{ printf "%.2f", t / hz * 1e6 / $2 }' <<<"$row") "
+		;;
+	lat) fig[$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
+	esac
 }
 
 start_server() {
