@@ -24,7 +24,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/benchstat.sh"
 
 REPEAT=${BENCH_REPEAT:-5}
-SPECS=${BENCH_AB_SPECS:-"write bw ib_write_bw -s 65536 -n 2000;send bw ib_send_bw -s 65536 -n 2000;read bw ib_read_bw -s 65536 -n 2000;rate rate ib_write_bw -s 64 -n 20000;write-lat lat ib_write_lat -s 2 -n 1000;read-lat lat ib_read_lat -s 2 -n 1000"}
+DEFAULT_SPECS="write bw ib_write_bw -s 65536 -n 2000;send bw ib_send_bw -s 65536 -n 2000"
+DEFAULT_SPECS+=";read bw ib_read_bw -s 65536 -n 2000;rate rate ib_write_bw -s 64 -n 20000"
+DEFAULT_SPECS+=";write-lat lat ib_write_lat -s 2 -n 1000;read-lat lat ib_read_lat -s 2 -n 1000"
+SPECS=${BENCH_AB_SPECS:-$DEFAULT_SPECS}
 port=19300
 rc=0
 

@@ -13,9 +13,9 @@
 //!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
 //!   ICRC and sends it through the IP stack, in a [`TxBatch`] whose close runs the receive
-//!   softirq of the packets a netdev of this host loops back; [`loopback_in_place`] hands the buffer the
-//!   transport packet was built in straight to the receive path, taking one from the
-//!   device's [`BufferPool`] in its place.
+//!   softirq of the packets a netdev of this host loops back; [`loopback_in_place`] hands
+//!   the buffer the transport packet was built in straight to the receive path, taking one
+//!   from the device's [`BufferPool`] in its place.
 //!
 //! Every outcome is counted in [`WireCounters`] (see [`counters`]).
 
@@ -363,9 +363,9 @@ enum IcrcCheck {
     Done,
     /// Left to the QP run that takes the packet in ([`RxPacket::icrc_ok`]): the packet
     /// arrived in the softirq of a batch of sends of this CPU closing (`encap_rcv`), whose
-    /// run makes the receiving QP's run, likely on the next CPU. `ip_len` is the length of the IP header
-    /// `parse` found before the UDP header (the source address does not tell: an IPv6
-    /// packet's may be IPv4-mapped).
+    /// run makes the receiving QP's run, likely on the next CPU. `ip_len` is the length of
+    /// the IP header `parse` found before the UDP header (the source address does not tell:
+    /// an IPv6 packet's may be IPv4-mapped).
     Left { ip_len: u8 },
 }
 
