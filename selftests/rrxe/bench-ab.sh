@@ -16,7 +16,10 @@
 #
 # Each figure: median (min-max) of the rounds and the spread for every build, its ratio to
 # the first build's median, and the guest's kernel CPU a MB or a message (bw, rate), which
-# moves less with the host's scheduling than the figures themselves
+# moves less with the host's scheduling than the figures themselves; then, for each other
+# build, the ratio to the first taken round by round (the two measured minutes apart, so a
+# slow spell of the host's that spans a round slows both) with the rounds in which it was
+# the faster: when a change makes no difference, each round is a coin's toss
 # (Documentation/rrxe/benchmarks.rst, *Comparing two builds*).
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,11 +60,12 @@ unload() {
 	if [ "$1" = rdma_rxe ]; then rmmod rdma_rxe; else rmmod rrxe; fi
 }
 
-# measure LABEL KEY KIND PROGRAM ARGS...: one figure into fig[LABEL,KEY] and its kernel CPU
-# into fig[LABEL,KEY,cpu] (ms a MB for bw, us a message for rate).
+# measure ROUND LABEL KEY KIND PROGRAM ARGS...: one figure into fig[LABEL,KEY] and
+# byround[LABEL,KEY,ROUND], and its kernel CPU into fig[LABEL,KEY,cpu] (ms a MB for bw, us a
+# message for rate).
 measure() {
-	local label=$1 key=$2 kind=$3 prog=$4 out row t0 t1
-	shift 4
+	local round=$1 label=$2 key=$3 kind=$4 prog=$5 out row t0 t1
+	shift 5
 	start_server "$prog" "$@"
 	t0=$(kernel_ticks)
 	out=$(timeout 300 "$prog" -d "$cli_dev" -F -x "$cli_gid" "$@" -p "$port" "$dst" 2>&1) || rc=1
@@ -71,7 +75,7 @@ measure() {
 	echo "# $label $key: $row; kernel CPU $((t1 - t0)) ticks"
 	[ -n "$row" ] || return
 	no_figure "$label,$key" "$kind" "$row" "$out" && return
-	add_figure "$label,$key" "$kind" "$row" $((t1 - t0))
+	add_figure "$label,$key" "$kind" "$row" $((t1 - t0)) "$round"
 }
 
 routed_pair || exit 1
@@ -94,7 +98,7 @@ for r in $(seq "$REPEAT"); do
 		for spec in "${specs[@]}"; do
 			read -r key kind prog args <<<"$spec"
 			# shellcheck disable=SC2086 # the spec's arguments, word by word
-			measure "$label" "$key" "$kind" "$prog" $args
+			measure "$r" "$label" "$key" "$kind" "$prog" $args
 		done
 		pair_done
 		unload "$label" || exit 1
@@ -115,6 +119,10 @@ for spec in "${specs[@]}"; do
 			"$(spread "$label,$key")" "$(ratio "$label,$key" "${labels[0]},$key")"
 		[ "$kind" = lat ] || printf '   %s %s' "$cpu" "$(median "$label,$key,cpu")"
 		echo
+	done
+	for label in "${labels[@]:1}"; do
+		printf '  %-12s by round: %s\n' "$label/${labels[0]}" \
+			"$(paired "$label,$key" "${labels[0]},$key" "$kind" "$REPEAT")"
 	done
 done
 exit $rc

@@ -30,7 +30,9 @@
 #  - 64 KiB RDMA Write over 1, 4, 16 and 64 QPs (-q, the same bytes in all), and with path
 #    MTU 1024 and 4096 (-m).
 # Prints each figure's median (min-max), its spread ((max-min)/median) and the rrxe/rdma_rxe
-# ratio of the medians. A benchmark, not a test: it fails only if a program does.
+# ratio of the medians, and then the headline ratios (loopback and pair) taken round by
+# round, with the rounds rrxe was the faster in. A benchmark, not a test: it fails only if a
+# program does.
 # Documentation/rrxe/benchmarks.rst.
 here=$(dirname "$0")
 . "$here/lib/gid.sh"
@@ -112,7 +114,8 @@ perf() {
 				<<<"$row") "
 		done
 	fi
-	add_figure "$key" "$kind" "$row" $((t1 - t0))
+	# The round: the loop variable r of the rounds' loops that call perf.
+	add_figure "$key" "$kind" "$row" $((t1 - t0)) "${r:-}"
 }
 
 # slow KEY R: ib_send_bw of CREDIT_ITER 4 KiB messages into a server keeping R receives
@@ -405,4 +408,21 @@ if [[ $mods == *-veth* ]]; then
 	echo "(task runs: both of rrxe's devices together; lo/pair: rrxe's, then rdma_rxe's; MTU 4096:"
 	echo "the veths' MTU 9000, path MTU 4096, where the other rows have 1500 and 1024)"
 fi
+# The headline ratios again, taken round by round: in a round the two drivers run minutes
+# apart, so a slow spell of the host's that spans it slows both.
+echo
+echo "rrxe/rdma_rxe round by round: median (min-max) of the rounds' ratios, and the rounds in"
+echo "which rrxe was the faster"
+printf '%-26s %-44s %s\n' "" "loopback" "veth pair"
+for key in write,bw send,bw read,bw write,lat send,lat read,lat rate mtu4096; do
+	kind=bw
+	case $key in
+	*,bw) label="ib_${key%,*}_bw 64KiB" ;;
+	*,lat) label="ib_${key%,*}_lat 2B" kind=lat ;;
+	rate) label="ib_write_bw 64B rate" kind=rate ;;
+	mtu4096) label="ib_write_bw MTU 4096" ;;
+	esac
+	printf '%-26s %-44s %s\n' "$label" "$(paired "rrxe,$key" "rdma_rxe,$key" "$kind" "$REPEAT")" \
+		"$(paired "rrxe-veth,$key" "rdma_rxe-veth,$key" "$kind" "$REPEAT")"
+done
 exit $rc

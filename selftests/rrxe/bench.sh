@@ -9,8 +9,9 @@
 #    "no credit information", as rdma_rxe reports), on rrxe with credits through librrxe,
 #    the project's provider, on both sides (its receives ring the doorbell the driver asks
 #    for while A waits for credits; BENCH_LIBRRXE=0 leaves it out), and on rdma_rxe.
-# Prints each figure's median (min-max) and the ratios of the medians. A benchmark, not a
-# test: it fails only if a program does.
+# Prints each figure's median (min-max) and the ratios of the medians, and the main table's
+# ratios taken round by round as well. A benchmark, not a test: it fails only if a program
+# does.
 here=$(dirname "$0")
 . "$here/lib/gid.sh"
 . "$here/lib/benchstat.sh"
@@ -34,7 +35,8 @@ lib=$(cd "$here" && pwd)/provider/librrxe
 ctl() { echo "$*" >&3 && read -r -t 300 CTL_REPLY <&3; }
 
 # perf KEY KIND PROG ARGS...: runs PROG against a server of the same arguments on side B,
-# appends its figure (bw: average MB/s; lat: average us) to fig[KEY].
+# appends its figure (bw: average MB/s; lat: average us) to fig[KEY] and keeps it in
+# byround[KEY,ROUND] (ROUND: the rounds' loop variable round).
 perf() {
 	local key=$1 kind=$2 prog=$3 out row
 	shift 3
@@ -60,6 +62,7 @@ perf() {
 		return
 	fi
 	fig[$key]+="$row "
+	byround[$key,$round]=$row
 }
 
 # Round by round, both drivers in each (in the order bench_order gives, which side B follows):
@@ -123,6 +126,14 @@ if [[ " $TABLES " == *" main "* ]]; then
 		done
 	done
 	echo "(bandwidth: average MB/s, higher is better; latency: average us, lower is better)"
+	echo "rrxe/rdma_rxe round by round (the two minutes apart in each round): median (min-max)"
+	echo "of the rounds' ratios, and the rounds in which rrxe was the faster"
+	for op in write send read; do
+		for kind in bw lat; do
+			printf '%-22s %s\n' "ib_${op}_$kind" \
+				"$(paired "rrxe,$op,$kind" "rdma_rxe,$op,$kind" "$kind" "$REPEAT")"
+		done
+	done
 fi
 [[ " $TABLES " == *" credits "* ]] || exit $rc
 echo

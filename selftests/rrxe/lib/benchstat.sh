@@ -31,10 +31,17 @@
 #   no_figure KEY KIND ROW OUT
 #                      true (saying why) when perftest's summary ROW of a bw or rate KIND
 #                      has a rate of zero, its clock's calibration failing (OUT: its output)
-#   add_figure KEY KIND ROW TICKS
+#   add_figure KEY KIND ROW TICKS [ROUND]
 #                      append ROW's figure to fig[KEY] (bw: average MB/s; lat: average us;
 #                      rate: thousands of messages a second) and, for bw and rate, the
-#                      kernel CPU its TICKS make to fig[KEY,cpu] (ms a MB; us a message)
+#                      kernel CPU its TICKS make to fig[KEY,cpu] (ms a MB; us a message);
+#                      with ROUND, keep the figure in byround[KEY,ROUND] too
+#   paired KEY1 KEY2 KIND ROUNDS
+#                      KEY1's figure over KEY2's round by round, in the rounds 1..ROUNDS
+#                      where both have one: "median (min-max)" of the ratios and the rounds
+#                      in which KEY1's was the faster (higher bandwidth or rate, lower
+#                      latency), or "-". Two figures of one round were measured minutes
+#                      apart, so a slow spell of the host's that spans the round slows both
 #   start_server PROG ARGS...
 #                      start PROG's perftest server on $dev (set by bench_device) at the
 #                      next port ($port, which the caller starts at a free one) and wait
@@ -42,7 +49,7 @@
 #                      prefix, such as ip netns exec NS), srv_dev and srv_gid run it there,
 #                      on that device and GID instead
 
-declare -A fig
+declare -A fig byround
 # start_server's and the callers' command prefixes (pair_devices sets them).
 srv_in=() cli_in=()
 PAIR_A=198.18.11.1 PAIR_B=198.18.11.2
@@ -81,6 +88,26 @@ add_figure() {
 		;;
 	lat) fig[$key]+="$(awk '{ print $6 }' <<<"$row") " ;;
 	esac
+	if [ -n "${5:-}" ]; then
+		local all=${fig[$key]% }
+		byround[$key,$5]=${all##* }
+	fi
+}
+
+paired() {
+	local r
+	for r in $(seq "$4"); do
+		[ -n "${byround[$1,$r]:-}" ] && [ -n "${byround[$2,$r]:-}" ] &&
+			echo "${byround[$1,$r]} ${byround[$2,$r]}"
+	done | awk -v lat="$([ "$3" = lat ] && echo 1 || echo 0)" '
+		$2 > 0 { q[n++] = $1 / $2; if (lat ? $1 < $2 : $1 > $2) won++ }
+		END {
+			if (!n) { print "-"; exit }
+			for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
+				if (q[j] < q[i]) { t = q[i]; q[i] = q[j]; q[j] = t }
+			m = n % 2 ? q[(n - 1) / 2] : (q[n / 2 - 1] + q[n / 2]) / 2
+			printf "%.2f (%.2f-%.2f), faster in %d of %d rounds\n", m, q[0], q[n - 1], won, n
+		}'
 }
 
 start_server() {
