@@ -88,6 +88,8 @@ if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then
 	tail -30 "$results/cargo-test.log" | sed 's/^/    /'
 fi
 grep -E '^test .* FAILED$' "$results/cargo-test.log" | sed 's/^/FAIL: /'
+step "the benchmarks' arithmetic: figures, medians, spreads, ratios, round by round" \
+	"$results/benchstat.log" tests/benchstat.sh
 
 echo "== lint"
 step "cargo clippy (host core and provider) is clean" "$results/clippy.log" \
