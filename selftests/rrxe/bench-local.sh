@@ -85,7 +85,8 @@ counts() {
 # start_server says); appends its figure to
 # fig[KEY] (bw: average MB/s; lat: average us; rate: thousands of messages a second) and,
 # for bw and rate, the kernel CPU time to fig[KEY,cpu] (ms a MB; us a message); on rrxe,
-# QP task runs and timer arms a message (an iteration) to fig[KEY,runs] and fig[KEY,arms].
+# QP task runs and timer arms a message (an iteration) to fig[KEY,runs] and fig[KEY,arms];
+# the figure also to byround[KEY,ROUND], ROUND being the rounds' loop variable round.
 perf() {
 	local key=$1 kind=$2 prog=$3 out row t0 t1 w0 w1
 	shift 3
@@ -114,17 +115,16 @@ perf() {
 				<<<"$row") "
 		done
 	fi
-	# The round: the loop variable r of the rounds' loops that call perf.
-	add_figure "$key" "$kind" "$row" $((t1 - t0)) "${r:-}"
+	add_figure "$key" "$kind" "$row" $((t1 - t0)) "$round"
 }
 
 # slow KEY R: ib_send_bw of CREDIT_ITER 4 KiB messages into a server keeping R receives
 # posted, as perf's "bw" (fig[KEY]); on rrxe also the credit counters a message
 # (fig[KEY,holds], fig[KEY,doorbells], fig[KEY,rnrs]).
 slow() {
-	local key=$1 r=$2 c0 c1 k=0 name
+	local key=$1 depth=$2 c0 c1 k=0 name
 	c0=$(counts "$CREDIT_COUNTERS")
-	perf "$key" bw ib_send_bw -s 4096 -n "$CREDIT_ITER" -r "$r"
+	perf "$key" bw ib_send_bw -s 4096 -n "$CREDIT_ITER" -r "$depth"
 	c1=$(counts "$CREDIT_COUNTERS")
 	[ -n "$c0" ] && [ -n "$c1" ] || return 0
 	for name in $CREDIT_KEYS; do
@@ -202,10 +202,10 @@ if [ "${BENCH_SWEEP:-0}" = 1 ]; then
 	ip link set bv0 mtu 9000
 	ip link set bv1 mtu 9000
 	SIZES="2 64 1024 4096 16384 65536 262144 1048576"
-	for r in $(seq "$REPEAT"); do
+	for round in $(seq "$REPEAT"); do
 		for mod in rrxe rdma_rxe; do
 			bench_device "$mod" bv0 "$ADDR" || exit 1
-			echo "# round $r: $mod"
+			echo "# round $round: $mod"
 			for sz in $SIZES; do
 				perf "$mod,write,$sz" bw ib_write_bw -s "$sz" -n "$(sweep_iters "$sz")"
 			done
@@ -265,7 +265,7 @@ mods="rrxe rdma_rxe"
 [[ " $TABLES " == *" veth "* ]] && mods="rrxe rrxe-veth rrxe-netns ${mods#rrxe } rdma_rxe-veth"
 main=0
 [[ " $TABLES " == *" main "* || " $TABLES " == *" veth "* ]] && main=1
-for r in $(seq "$REPEAT"); do
+for round in $(seq "$REPEAT"); do
 	for mod in $mods; do
 		kmod=${mod/librrxe/rrxe}
 		kmod=${kmod%-*}
@@ -275,7 +275,7 @@ for r in $(seq "$REPEAT"); do
 			bench_device "$kmod" bv0 "$ADDR" || exit 1
 		fi
 		[ "$kmod" = rrxe ] && echo "$RUN_TIMES" >/sys/module/rrxe/parameters/run_times
-		echo "# round $r: $mod"
+		echo "# round $round: $mod"
 		if [ "$mod" = librrxe ]; then export RDMAV_DRIVERS=$lib; else unset RDMAV_DRIVERS; fi
 		if [ "$main" = 1 ]; then
 			for op in write send read; do
