@@ -49,6 +49,8 @@ struct workqueue_struct *rrxe_alloc_task_queue(void);
 void rrxe_wait_briefly(void);
 bool rrxe_queue_work_on(struct workqueue_struct *wq, struct work_struct *work, int *cpu);
 void rrxe_tx_batch_begin(void);
+void rrxe_skb_train_add(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *skb);
+void rrxe_skb_train_close(struct sk_buff *head, unsigned int segs, unsigned int gso_size);
 int rrxe_local_out(struct net *net, struct sk_buff *skb, bool v4);
 void rrxe_tx_batch_end(void *kicks);
 void *rrxe_rx_kicks_here(void);
@@ -115,7 +117,7 @@ void rrxe_skb_reset_network_header(struct sk_buff *skb);
 void rrxe_skb_reset_transport_header(struct sk_buff *skb);
 void rrxe_skb_dst_drop(struct sk_buff *skb);
 void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
-void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb);
+void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb, unsigned int segs);
 int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
 		struct dst_entry **dstp);
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,

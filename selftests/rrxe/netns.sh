@@ -143,9 +143,19 @@ for fam in 4 6; do
 	k1=$(stat_of nsa rx_kicks_to_sender)
 	check "IPv$fam: the pingpong's packets went to their QPs' runs through the sending runs (rx_kicks_to_sender +$((${k1:-0} - ${k0:-0})), at least 200)" \
 		test "$((${k1:-0} - ${k0:-0}))" -ge 200
+	t0=$(stat_of nsa tx_trains) e0=$(stat_of nsb wire_icrc_errors)
 	check "IPv$fam: ib_write_bw -n 50 -s 65536 between the namespaces" \
 		pair "wbw$fam" ib_write_bw -d nsb -x "$gb" -F -n 50 -s 65536 -p "1892$fam" -- \
 		ib_write_bw -d nsa -x "$ga" -F -n 50 -s 65536 -p "1892$fam" "$B4"
+	# A run's packets of one path go to the IP stack as one UDP GSO datagram, a train,
+	# which the veth passes on whole and nsb's tunnel socket splits back into the packets
+	# as built (glue/net.rs Train): 50 Writes of 64 packets must take trains, and every
+	# packet split from one must pass its ICRC (the IPv4 IDs and lengths restored).
+	t1=$(stat_of nsa tx_trains) e1=$(stat_of nsb wire_icrc_errors)
+	check "IPv$fam: ... its packets sent in trains (tx_trains +$((${t1:-0} - ${t0:-0})), at least 50)" \
+		test "$((${t1:-0} - ${t0:-0}))" -ge 50
+	check "IPv$fam: ... none failed its ICRC (wire_icrc_errors +$((${e1:-0} - ${e0:-0})))" \
+		test "$((${e1:-0} - ${e0:-0}))" -eq 0
 	# A QP keeps its route between packets: a route added under it must take effect.
 	check "IPv$fam: a QP's datagrams take a route added under it, and the old one back" \
 		python3 "$here/netns_route.py" "$N1" nsa "$ga" nsb "$gb" "$srv" nsv1

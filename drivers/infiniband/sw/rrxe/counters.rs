@@ -23,7 +23,7 @@ const MCAST_COUNTERS: usize = 4;
 /// XRC counters, after the multicast ones in [`NAMES`].
 const XRC_COUNTERS: usize = 1;
 /// The QP tasks' work, after the XRC ones in [`NAMES`].
-const WORK_COUNTERS: usize = 28;
+const WORK_COUNTERS: usize = 30;
 /// The port's data counters, last in [`NAMES`].
 const DATA_COUNTERS: usize = 2;
 
@@ -104,6 +104,8 @@ static NAMES: CounterNames<COUNT> = CounterNames::new([
     c_str!("loopback_buffers_allocated"),
     c_str!("loopback_handed_in"),
     c_str!("rx_kicks_to_sender"),
+    c_str!("tx_trains"),
+    c_str!("tx_train_packets"),
     c_str!("qp_runs_moved"),
     c_str!("qp_runs_now"),
     c_str!("qp_answers_beside"),
@@ -383,6 +385,8 @@ impl Counters {
             loopback_buffers,
             self.loopback_handed_in.get(),
             wire.rx_kicks_to_sender,
+            wire.tx_trains,
+            wire.tx_train_packets,
             self.qp_runs_moved.get(),
             self.qp_runs_now.get(),
             self.qp_answers_beside.get(),

@@ -666,10 +666,13 @@ void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
 	skb_dst_set(skb, dst);
 }
 
-/* Picks the IPv4 ID of the header at the skb's network header. */
-void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb)
+/*
+ * Picks the IPv4 ID of the header at the skb's network header, reserving @segs IDs from it on:
+ * the packets that may join the skb's train take the next ones (rrxe_skb_train_close()).
+ */
+void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb, unsigned int segs)
 {
-	__ip_select_ident(net, ip_hdr(skb), 1);
+	__ip_select_ident(net, ip_hdr(skb), segs);
 }
 
 /* Route for an IPv4 RoCEv2 packet leaving through @oif; addresses in network order. */
@@ -759,6 +762,48 @@ static DEFINE_PER_CPU(void *, rrxe_rx_kicks);
 void rrxe_tx_batch_begin(void)
 {
 	local_bh_disable();
+}
+
+/*
+ * Adds @skb, a RoCEv2 packet built whole (data at its IP header) for the path of the packet
+ * @head, to the frag_list of @head after @tail (its last member, NULL for the first), its IP
+ * and UDP headers pulled as UDP GRO's fraglist members have them: @head then reads as one UDP
+ * datagram of its packets' payloads. @skb's headers stay in place, for the segmentation
+ * that restores it (skb_segment_list() keeps each member's own headers).
+ */
+void rrxe_skb_train_add(struct sk_buff *head, struct sk_buff *tail, struct sk_buff *skb)
+{
+	__skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
+	skb->next = NULL;
+	if (tail)
+		tail->next = skb;
+	else
+		skb_shinfo(head)->frag_list = skb;
+	head->len += skb->len;
+	head->data_len += skb->len;
+	head->truesize += skb->truesize;
+}
+
+/*
+ * Makes @head, whose frag_list holds the @segs - 1 packets rrxe_skb_train_add() gave it, one
+ * UDP fraglist GSO datagram (what UDP GRO builds for forwarding): its UDP length the whole
+ * datagram's, @gso_size its own payload's, the longest of the train's. A device without
+ * NETIF_F_GSO_FRAGLIST, or the receiving UDP tunnel socket, splits it back into the packets
+ * as built (__udp_gso_segment_list(): each member's own headers; the first's UDP length put
+ * back; inet_gso_segment(): the IPv4 IDs numbered on from the first's, the lengths and
+ * checksums restored), so the ICRC each was built with holds. Checksum state as GRO's lists
+ * have it: the UDP checksum is 0 (IPv4) or accepted as 0 by RoCEv2's sockets (IPv6), and
+ * CHECKSUM_NONE would make a GSO skb "bad offload" to the segmenting code.
+ */
+void rrxe_skb_train_close(struct sk_buff *head, unsigned int segs, unsigned int gso_size)
+{
+	struct skb_shared_info *shinfo = skb_shinfo(head);
+
+	udp_hdr(head)->len = htons(head->len - skb_transport_offset(head));
+	shinfo->gso_size = gso_size;
+	shinfo->gso_segs = segs;
+	shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	head->ip_summed = CHECKSUM_UNNECESSARY;
 }
 
 /* ip_local_out() or ip6_local_out() of @skb, inside a batch. */

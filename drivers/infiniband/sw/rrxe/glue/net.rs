@@ -12,7 +12,8 @@
 //!   and hands each valid packet, as an owned [`RxPacket`], to the handler bound to the
 //!   netdev it came in on.
 //! - TX: [`transmit`] builds the IP and UDP headers around a transport packet, fills in its
-//!   ICRC and sends it through the IP stack, in a [`TxBatch`] whose close runs the receive
+//!   ICRC and sends it through the IP stack with the run's other packets of its path, as
+//!   one UDP GSO datagram (a [`Train`]), in a [`TxBatch`] whose close runs the receive
 //!   softirq of the packets a netdev of this host loops back; [`loopback_in_place`] hands
 //!   the buffer the transport packet was built in straight to the receive path, taking one
 //!   from the device's [`BufferPool`] in its place.
@@ -150,6 +151,10 @@ pub(crate) struct WireCounters {
     pub(crate) tx_packets: AtomicU64,
     /// Packets that could not be sent (no route, no memory, dropped by the stack).
     pub(crate) tx_errors: AtomicU64,
+    /// Trains handed to the IP stack: UDP GSO datagrams of two packets or more ([`TxBatch`]).
+    pub(crate) tx_trains: AtomicU64,
+    /// The packets those trains carried.
+    pub(crate) tx_train_packets: AtomicU64,
 }
 
 /// A copy of the [`WireCounters`] at one moment.
@@ -164,6 +169,8 @@ pub(crate) struct WireStats {
     pub(crate) rx_kicks_to_sender: u64,
     pub(crate) tx_packets: u64,
     pub(crate) tx_errors: u64,
+    pub(crate) tx_trains: u64,
+    pub(crate) tx_train_packets: u64,
 }
 
 impl WireCounters {
@@ -178,6 +185,8 @@ impl WireCounters {
             rx_kicks_to_sender: AtomicU64::new(0),
             tx_packets: AtomicU64::new(0),
             tx_errors: AtomicU64::new(0),
+            tx_trains: AtomicU64::new(0),
+            tx_train_packets: AtomicU64::new(0),
         }
     }
 
@@ -194,6 +203,8 @@ impl WireCounters {
             rx_kicks_to_sender: get(&self.rx_kicks_to_sender),
             tx_packets: get(&self.tx_packets),
             tx_errors: get(&self.tx_errors),
+            tx_trains: get(&self.tx_trains),
+            tx_train_packets: get(&self.tx_train_packets),
         }
     }
 }
@@ -205,6 +216,10 @@ fn errno(e: c_int) -> Error {
 
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
+}
+
+fn bump_by(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
 }
 
 static COUNTERS: WireCounters = WireCounters::new();
@@ -1012,7 +1027,7 @@ impl Drop for NetnsWatch {
 // ---------------------------------------------------------------------------------------
 
 /// Where a packet goes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TxPath {
     /// Source address (one of the netdev's, from the source GID).
     pub(crate) src: IpAddr,
@@ -1156,10 +1171,21 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<(Dst, u32)> {
     Ok((dst, cookie))
 }
 
+/// The IPv4 ID of a packet [`build`] makes.
+#[derive(Clone, Copy)]
+enum IpId {
+    /// The kernel's generator's, with `segs` IDs reserved from it on: a train's first
+    /// packet's, whose followers take the next ones.
+    Select { segs: u32 },
+    /// This one: a train's follower's, the first's plus its place in the train, the ID
+    /// segmentation gives it (`rrxe_skb_train_close`).
+    Given(u16),
+}
+
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
-/// on `path`, ICRC filled in, `data` at the IP header and the network and transport
-/// headers set.
-fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
+/// on `path`, with IPv4 ID `id`, ICRC filled in, `data` at the IP header and the network and
+/// transport headers set.
+fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], id: IpId) -> Result<Skb> {
     if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
         return Err(EINVAL);
     }
@@ -1197,13 +1223,17 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
     if let Some((s, d)) = v4 {
         let total = total16.to_be_bytes();
         let df = IP_DF.to_be_bytes();
+        let given = match id {
+            IpId::Given(id) => id.to_be_bytes(),
+            IpId::Select { .. } => [0, 0],
+        };
         let hdr: [u8; IPV4_HEADER_LEN] = [
             0x45,
             path.tclass,
             total[0],
             total[1],
-            0,
-            0, // ID, chosen below
+            given[0],
+            given[1],
             df[0],
             df[1],
             path.hop_limit,
@@ -1220,10 +1250,14 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
             d[3],
         ];
         skb.push(IPV4_HEADER_LEN).copy_from_slice(&hdr);
-        // SAFETY: we own the skb; data is at the IP header just pushed; the netdev is live.
-        unsafe {
-            bindings::rrxe_skb_reset_network_header(skb.as_raw());
-            bindings::rrxe_ip_select_ident(bindings::rrxe_dev_net(netdev.as_raw()), skb.as_raw());
+        // SAFETY: we own the skb; data is at the IP header just pushed.
+        unsafe { bindings::rrxe_skb_reset_network_header(skb.as_raw()) };
+        if let IpId::Select { segs } = id {
+            // SAFETY: we own the skb, its network header is set; the netdev is live.
+            unsafe {
+                let net = bindings::rrxe_dev_net(netdev.as_raw());
+                bindings::rrxe_ip_select_ident(net, skb.as_raw(), segs);
+            }
         }
         protocol = bindings::RRXE_ETH_P_IP;
     } else {
@@ -1268,11 +1302,14 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8]) -> Result<Skb> {
 /// Sends `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot, whose contents are
 /// ignored) over `path` out of `netdev`, with IP and UDP headers and the ICRC, by the
 /// route `routes` keeps for the path (looked up and kept there if it has none), in `batch`
-/// (opened if it is not).
+/// (opened if it is not): on the train `batch` has for the path if it takes the packet,
+/// else on a new one, the train before it handed to the IP stack.
 ///
-/// Does not sleep: callable from process context and softirq. Failures (`ENETUNREACH`,
-/// `EHOSTUNREACH`, `ENOMEM`, `ENOBUFS` for a packet the stack dropped, `EINVAL` for a
-/// malformed request) are counted in `tx_errors`.
+/// Does not sleep: callable from process context and softirq. Failures to build or route the
+/// packet (`ENETUNREACH`, `EHOSTUNREACH`, `ENOMEM`, `EINVAL` for a malformed request) are
+/// returned and counted in `tx_errors`; so is a multicast packet the stack drops
+/// (`ENOBUFS`). A train's packets are counted in `tx_packets` or `tx_errors` as it is handed
+/// over, its drops also in the count [`TxBatch::close`] returns.
 pub(crate) fn transmit(
     netdev: &NetDevice,
     path: &TxPath,
@@ -1281,11 +1318,9 @@ pub(crate) fn transmit(
     batch: &mut TxBatch,
 ) -> Result {
     let ret = try_transmit(netdev, path, bth_to_icrc, routes, batch);
-    bump(if ret.is_ok() {
-        &COUNTERS.tx_packets
-    } else {
-        &COUNTERS.tx_errors
-    });
+    if ret.is_err() {
+        bump(&COUNTERS.tx_errors);
+    }
     ret
 }
 
@@ -1296,14 +1331,39 @@ fn try_transmit(
     routes: &mut RouteCache,
     batch: &mut TxBatch,
 ) -> Result {
+    let len = bth_to_icrc.len();
+    if let Some(train) = batch.train.as_mut().filter(|t| t.takes(netdev, path, len)) {
+        let id = train.first_id.wrapping_add(train.segs as u16);
+        let skb = build(netdev, path, bth_to_icrc, IpId::Given(id))?;
+        train.add(skb, len);
+        return Ok(());
+    }
+    batch.open();
+    batch.send_train();
     let dst = routes.get(netdev, path)?;
-    let skb = build(netdev, path, bth_to_icrc)?;
+    // A multicast datagram is looped back to local listeners by a clone sharing its
+    // frag_list; a train's packets are unicast.
+    let on_train = !path.dst.is_multicast();
+    let segs = if on_train { TRAIN_MAX_SEGS } else { 1 };
+    let skb = build(netdev, path, bth_to_icrc, IpId::Select { segs })?;
     let dst = core::mem::ManuallyDrop::new(dst);
     // SAFETY: we own the skb and hand it our route reference.
     unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
-    let v4 = path.src.is_v4();
+    if on_train {
+        batch.train = Some(Train::new(skb, netdev, path, len));
+        return Ok(());
+    }
+    let ret = local_out(netdev, skb, path.src.is_v4());
+    if ret.is_ok() {
+        bump(&COUNTERS.tx_packets);
+    }
+    ret
+}
+
+/// Hands `skb`, a complete IP packet (or a train of them) with its route set, to the IP
+/// stack out of `netdev`.
+fn local_out(netdev: &NetDevice, skb: Skb, v4: bool) -> Result {
     let skb = skb.into_raw();
-    batch.open();
     // SAFETY: the skb is a complete IP packet with its route set; the local-out functions
     // consume it whatever they return. The netdev is live.
     let ret = unsafe {
@@ -1317,6 +1377,112 @@ fn try_transmit(
         r if r == bindings::RRXE_NET_XMIT_DROP => Err(errno(bindings::RRXE_ENOBUFS)),
         r if r < 0 => to_result(r),
         _ => Err(errno(bindings::RRXE_ENOBUFS)),
+    }
+}
+
+/// The most packets a train carries. Its first packet reserves as many IPv4 IDs.
+const TRAIN_MAX_SEGS: u32 = 64;
+
+/// The most bytes a train's IP datagram holds: below the 16-bit IP and UDP lengths its
+/// headers carry until it is split, and a netdev's default `gso_max_size` (64 KiB, its link
+/// header included), over which the stack would split it before the netdev.
+const TRAIN_MAX_LEN: usize = 60 * 1024;
+
+/// Packets a run sends on one path, handed to the IP stack as one UDP GSO datagram.
+///
+/// A packet's fixed cost in the kernel's send and receive paths (the IP output, the
+/// netdev's transmit, the receive softirq's IP input, route and socket lookup) is most of
+/// what a packet costs a run sending over a veth pair. A train pays it once: its first
+/// packet is the head of a UDP fraglist GSO skb, the ones after it on its frag_list, each
+/// built whole as it would be sent alone, its ICRC over its own headers
+/// (`rrxe_skb_train_add`, `rrxe_skb_train_close` in the shim). A netdev that takes fraglist
+/// GSO (a veth, `lo`) passes the train on whole, and the receiving UDP tunnel socket,
+/// rrxe's or rdma_rxe's, splits it into the packets before its `encap_rcv` sees them
+/// (`udp_unexpected_gso()`: an encapsulation socket gets no GSO skb); any other netdev's
+/// transmit splits it (`validate_xmit_skb()`). Either split hands back the skbs built,
+/// unchained, with the lengths and IDs they were built with (`__udp_gso_segment_list()`,
+/// `inet_gso_segment()`), so no byte is copied again and the wire carries the packets a
+/// train-less send would.
+///
+/// A packet joins the train of its netdev and path if it is no longer than the train's
+/// first packet (the datagram's `gso_size`, which the path MTU is checked against): a
+/// message's middle and last packets ride the train of its first, and successive 64-byte
+/// Writes, one packet each, ride one train.
+struct Train {
+    /// The first packet, the datagram's head; owns the rest (its frag_list).
+    head: Skb,
+    /// The last packet on the head's frag_list; null while there is none.
+    tail: *mut bindings::sk_buff,
+    netdev: ARef<NetDevice>,
+    path: TxPath,
+    /// Packets on the train, the head included.
+    segs: u32,
+    /// The head's UDP payload (BTH to ICRC): the datagram's `gso_size`.
+    gso_size: usize,
+    /// The datagram's IP length: one IP and UDP header and every packet's UDP payload.
+    len: usize,
+    /// The head's IPv4 ID (IPv6: 0, unused).
+    first_id: u16,
+}
+
+impl Train {
+    fn new(head: Skb, netdev: &NetDevice, path: &TxPath, len: usize) -> Self {
+        let (ip_len, first_id) = match head.linear_data() {
+            [_, _, _, _, a, b, ..] if path.src.is_v4() => {
+                (IPV4_HEADER_LEN, u16::from_be_bytes([*a, *b]))
+            }
+            _ => (IPV6_HEADER_LEN, 0),
+        };
+        Self {
+            head,
+            tail: ptr::null_mut(),
+            netdev: netdev.into(),
+            path: *path,
+            segs: 1,
+            gso_size: len,
+            len: ip_len + UDP_HEADER_LEN + len,
+            first_id,
+        }
+    }
+
+    /// Whether a `len`-byte packet (UDP payload) on `path` out of `netdev` joins the train.
+    fn takes(&self, netdev: &NetDevice, path: &TxPath, len: usize) -> bool {
+        ptr::eq(self.netdev.as_raw(), netdev.as_raw())
+            && self.path == *path
+            && len <= self.gso_size
+            && self.segs < TRAIN_MAX_SEGS
+            && self.len + len <= TRAIN_MAX_LEN
+    }
+
+    /// Puts `skb`, a `len`-byte packet [`takes`](Self::takes) admitted, built with the next
+    /// IPv4 ID, at the end of the train.
+    fn add(&mut self, skb: Skb, len: usize) {
+        let skb = skb.into_raw();
+        // SAFETY: we own both skbs: the head, whose frag_list ends at `tail` (empty if null),
+        // and `skb`, a whole packet built for the head's path, data at its IP header,
+        // whose ownership the head's frag_list takes.
+        unsafe { bindings::rrxe_skb_train_add(self.head.as_raw(), self.tail, skb) };
+        self.tail = skb;
+        self.segs += 1;
+        self.len += len;
+    }
+
+    /// Hands the train to the IP stack: its packets' number, and the result.
+    fn send(self) -> (u32, Result) {
+        let Self {
+            head,
+            netdev,
+            path,
+            segs,
+            gso_size,
+            ..
+        } = self;
+        if segs > 1 {
+            // SAFETY: we own the head, with `segs - 1` packets on its frag_list; `gso_size`
+            // is its own payload's length.
+            unsafe { bindings::rrxe_skb_train_close(head.as_raw(), segs, gso_size as u32) };
+        }
+        (segs, local_out(&netdev, head, path.src.is_v4()))
     }
 }
 
@@ -1335,10 +1501,16 @@ fn try_transmit(
 /// worker behind the sender's, one wake-up more a round trip (a 2-byte Read over a veth pair
 /// took 75.7 us, 35.2 so), and a stream's two ends shared one CPU.
 ///
+/// The batch gathers the run's packets of one path in a [`Train`] as well, handed to the IP
+/// stack when a packet does not fit it and at the close.
+///
 /// Nothing may sleep while a batch is open; a run's building and sending of packets does
 /// not. Bound to its CPU (not `Send`): while it is open, preemption is off.
 pub(crate) struct TxBatch {
     open: bool,
+    train: Option<Train>,
+    /// Packets of trains the stack dropped.
+    dropped: u32,
     _cpu: PhantomData<*mut ()>,
 }
 
@@ -1347,6 +1519,8 @@ impl TxBatch {
     pub(crate) const fn new() -> Self {
         Self {
             open: false,
+            train: None,
+            dropped: 0,
             _cpu: PhantomData,
         }
     }
@@ -1359,20 +1533,44 @@ impl TxBatch {
         }
     }
 
-    /// Ends the batch, if a packet opened it: the packets a netdev of this host looped back
-    /// are received now, on this CPU, their QPs' kicks added to `kicks`.
-    pub(crate) fn close(&mut self, kicks: &mut Kicks) {
+    /// Hands the train, if there is one, to the IP stack, and counts its packets.
+    fn send_train(&mut self) {
+        let Some(train) = self.train.take() else {
+            return;
+        };
+        let (segs, ret) = train.send();
+        let n = u64::from(segs);
+        if ret.is_ok() {
+            bump_by(&COUNTERS.tx_packets, n);
+            if segs > 1 {
+                bump(&COUNTERS.tx_trains);
+                bump_by(&COUNTERS.tx_train_packets, n);
+            }
+        } else {
+            bump_by(&COUNTERS.tx_errors, n);
+            self.dropped += segs;
+        }
+    }
+
+    /// Ends the batch, if a packet opened it: the train goes to the IP stack, and the
+    /// packets a netdev of this host looped back are received now, on this CPU, their QPs'
+    /// kicks added to `kicks`. Returns the packets of the batch's trains the stack dropped
+    /// (already reported sent by [`transmit`]), for the device's `send_errors`.
+    pub(crate) fn close(&mut self, kicks: &mut Kicks) -> u32 {
+        self.send_train();
         if core::mem::take(&mut self.open) {
             // SAFETY: the batch is open, on this CPU. `kicks` stays borrowed, so in place
             // and untouched by its owner, until the call returns: the softirqs it runs on
             // this CPU are its only users meanwhile (`encap_rcv`).
             unsafe { bindings::rrxe_tx_batch_end(ptr::from_mut(kicks).cast()) };
         }
+        core::mem::take(&mut self.dropped)
     }
 }
 
 impl Drop for TxBatch {
     fn drop(&mut self) {
+        self.send_train();
         if self.open {
             // SAFETY: the batch is open, on this CPU. Without kicks to add to, the packets'
             // kicks queue their QPs' work items.

@@ -343,7 +343,10 @@ impl QpCore {
             }
             sent += 1;
         }
-        batch.close(kicks);
+        let dropped = batch.close(kicks);
+        if dropped > 0 {
+            self.dev.counters.tx_errors.add(u64::from(dropped));
+        }
         if spent.timed && sent > 0 {
             spent.send += spent.now() - now;
         }

@@ -310,7 +310,10 @@ impl QpCore {
         }
         // The packets looped back go to their QPs now, together: by a netdev of this host
         // as the batch closes, by rrxe as the handover flushes.
-        batch.close(&mut outbox.kicks);
+        let dropped = batch.close(&mut outbox.kicks);
+        if dropped > 0 {
+            self.dev.counters.tx_errors.add(u64::from(dropped));
+        }
         self.handover.flush(&mut outbox.kicks);
         self.collect(qp, outbox, ud, None);
         // While the requester waits for credits, receives a user posts are news: its
