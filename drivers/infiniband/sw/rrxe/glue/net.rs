@@ -1383,10 +1383,11 @@ fn local_out(netdev: &NetDevice, skb: Skb, v4: bool) -> Result {
 /// The most packets a train carries. Its first packet reserves as many IPv4 IDs.
 const TRAIN_MAX_SEGS: u32 = 64;
 
-/// The most bytes a train's IP datagram holds: below the 16-bit IP and UDP lengths its
-/// headers carry until it is split, and a netdev's default `gso_max_size` (64 KiB, its link
-/// header included), over which the stack would split it before the netdev.
-const TRAIN_MAX_LEN: usize = 60 * 1024;
+/// The most bytes a train's IP datagram holds: within the 16-bit IP and UDP lengths its
+/// headers carry until it is split, and below a netdev's default `gso_max_size` (64 KiB)
+/// with its link header (a VLAN's included), over which the stack would split it before
+/// the netdev. 62 packets of a 1024-byte path MTU.
+const TRAIN_MAX_LEN: usize = 65_535 - 64;
 
 /// Packets a run sends on one path, handed to the IP stack as one UDP GSO datagram.
 ///
@@ -1404,10 +1405,14 @@ const TRAIN_MAX_LEN: usize = 60 * 1024;
 /// `inet_gso_segment()`), so no byte is copied again and the wire carries the packets a
 /// train-less send would.
 ///
-/// A packet joins the train of its netdev and path if it is no longer than the train's
-/// first packet (the datagram's `gso_size`, which the path MTU is checked against): a
-/// message's middle and last packets ride the train of its first, and successive 64-byte
-/// Writes, one packet each, ride one train.
+/// A packet joins the train of its netdev and path if it is as long as the train's first
+/// packet (the datagram's `gso_size`, which the path MTU is checked against), or shorter,
+/// as its last: the geometry of a GSO skb, which the kernel relies on where it copies a
+/// fraglist skb into one buffer and splits that by `gso_size` instead (an XDP program on a
+/// veth, a header changed by BPF: `__udp_gso_segment()` then linearizes), a split that also
+/// gives back the packets as built. A message's middle packets ride one train (a 64 KiB
+/// Send's, and its next message's, all of them), successive 64-byte Writes, one packet
+/// each, another; a Write's first packet, with its RETH the longer, rides alone.
 struct Train {
     /// The first packet, the datagram's head; owns the rest (its frag_list).
     head: Skb,
@@ -1417,6 +1422,8 @@ struct Train {
     path: TxPath,
     /// Packets on the train, the head included.
     segs: u32,
+    /// Whether the last packet was shorter than the first: no more may follow it.
+    ended: bool,
     /// The head's UDP payload (BTH to ICRC): the datagram's `gso_size`.
     gso_size: usize,
     /// The datagram's IP length: one IP and UDP header and every packet's UDP payload.
@@ -1439,6 +1446,7 @@ impl Train {
             netdev: netdev.into(),
             path: *path,
             segs: 1,
+            ended: false,
             gso_size: len,
             len: ip_len + UDP_HEADER_LEN + len,
             first_id,
@@ -1447,9 +1455,10 @@ impl Train {
 
     /// Whether a `len`-byte packet (UDP payload) on `path` out of `netdev` joins the train.
     fn takes(&self, netdev: &NetDevice, path: &TxPath, len: usize) -> bool {
-        ptr::eq(self.netdev.as_raw(), netdev.as_raw())
-            && self.path == *path
+        !self.ended
             && len <= self.gso_size
+            && ptr::eq(self.netdev.as_raw(), netdev.as_raw())
+            && self.path == *path
             && self.segs < TRAIN_MAX_SEGS
             && self.len + len <= TRAIN_MAX_LEN
     }
@@ -1465,6 +1474,7 @@ impl Train {
         self.tail = skb;
         self.segs += 1;
         self.len += len;
+        self.ended = len < self.gso_size;
     }
 
     /// Hands the train to the IP stack: its packets' number, and the result.
