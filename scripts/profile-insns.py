@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Guest instructions an iteration, by function, from two counts of scripts/qemu-plugin/
-insncount.c (scripts/profile-insns.sh): KALLSYMS BASE BIG N [TOP]. Each block's executions
-in BIG less those in BASE, times its instructions, divided by N, go to the kernel symbol
-(or module symbol, "[module]") the block starts in; blocks in user space to "[user]"."""
+insncount.c (scripts/profile-insns.sh): BASE BIG N [TOP], two run directories holding the
+plugin's "blocks" and the boot's "kallsyms". Each block's executions in BIG less those in
+BASE, times its instructions, divided by N, go to the kernel symbol (or module symbol,
+"[module]") the block starts in; blocks in user space to "[user]". A block is matched
+between the two boots by its symbol and its offset in it: a module may load at another
+address in each boot (a module's blocks matched by address then went unsubtracted, and
+its functions came out (N + base) / N times their cost)."""
 import bisect
 import collections
 import re
@@ -45,22 +49,34 @@ def demangled(names):
     return [re.sub(r"\[[0-9a-f]{16}\]", "", o) for o in out[: len(names)]]
 
 
-def main():
-    kallsyms, base_path, big_path, n = sys.argv[1:5]
-    top = int(sys.argv[5]) if len(sys.argv) > 5 else 40
-    n = int(n)
-    syms = symbols(kallsyms)
+def located(run):
+    """The blocks of the run directory `run`, keyed by (symbol, offset in it, instructions);
+    a block in user space by its address, under "[user]"."""
+    syms = symbols(f"{run}/kallsyms")
     starts = [a for a, _ in syms]
-    base = blocks(base_path)
-    per = collections.Counter()
-    for (vaddr, insns), count in blocks(big_path).items():
-        extra = count - base.get((vaddr, insns), 0)
+    runs = collections.Counter()
+    for (vaddr, insns), count in blocks(f"{run}/blocks").items():
         if vaddr < KERNEL_START:
-            name = "[user]"
+            key = ("[user]", vaddr, insns)
         else:
             i = bisect.bisect_right(starts, vaddr) - 1
-            name = syms[i][1] if i >= 0 else "[unknown]"
-        per[name] += extra * insns
+            if i >= 0:
+                key = (syms[i][1], vaddr - syms[i][0], insns)
+            else:
+                key = ("[unknown]", vaddr, insns)
+        runs[key] += count
+    return runs
+
+
+def main():
+    base_run, big_run, n = sys.argv[1:4]
+    top = int(sys.argv[4]) if len(sys.argv) > 4 else 40
+    n = int(n)
+    base = located(base_run)
+    per = collections.Counter()
+    for key, count in located(big_run).items():
+        name, _, insns = key
+        per[name] += (count - base.get(key, 0)) * insns
     # A function can come out below zero: the boots' own timed loops (the delay loop's
     # and the TSC's calibrations) run as often as their host time allows, in either boot.
     # The kernel's total is its functions' positive counts; the negative ones are shown.

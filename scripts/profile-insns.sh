@@ -52,6 +52,5 @@ for driver in ${PROFILE_DRIVERS:-rrxe rdma_rxe}; do
 			--cmd "$repo/build/kselftest/rrxe/profile-insns.sh" | sed "s/^/$driver, $count iterations: /"
 	done
 	echo "$driver: $prog $args, guest instructions an iteration ($n iterations)"
-	python3 scripts/profile-insns.py "$out/$driver-$((base + n))/kallsyms" \
-		"$out/$driver-$base/blocks" "$out/$driver-$((base + n))/blocks" "$n" "$top"
+	python3 scripts/profile-insns.py "$out/$driver-$base" "$out/$driver-$((base + n))" "$n" "$top"
 done
