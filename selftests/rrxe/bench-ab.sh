@@ -13,6 +13,10 @@
 #                      figures); the default: 64 KiB Write, Send and Read bandwidth, the
 #                      64-byte Write rate and 2-byte Write and Read latency
 #   BENCH_AB_MTU       the veths' MTU (default 1500; 9000 for a 4096-byte path MTU, -m 4096)
+#   BENCH_AB_COUNTERS  rrxe counters (names as `rdma statistic` shows them) whose growth over
+#                      each figure's run, summed over both devices, each figure's line
+#                      prints: where two builds' paths part (which runs were made at once,
+#                      moved, woken)
 #
 # Each figure: median (min-max) of the rounds and the spread for every build, its ratio to
 # the first build's median, and the guest's kernel CPU a MB or a message (bw, rate), which
@@ -64,15 +68,21 @@ unload() {
 # byround[LABEL,KEY,ROUND], and its kernel CPU into fig[LABEL,KEY,cpu] (ms a MB for bw, us a
 # message for rate).
 measure() {
-	local round=$1 label=$2 key=$3 kind=$4 prog=$5 out row t0 t1
+	local round=$1 label=$2 key=$3 kind=$4 prog=$5 out row t0 t1 c0 c1 grown=''
 	shift 5
 	start_server "$prog" "$@"
+	[ -n "${BENCH_AB_COUNTERS:-}" ] && c0=$(counts "$BENCH_AB_COUNTERS")
 	t0=$(kernel_ticks)
 	out=$(timeout 300 "$prog" -d "$cli_dev" -F -x "$cli_gid" "$@" -p "$port" "$dst" 2>&1) || rc=1
 	t1=$(kernel_ticks)
 	wait "$server" || rc=1
+	if [ -n "${c0:-}" ]; then
+		c1=$(counts "$BENCH_AB_COUNTERS")
+		grown=$(echo "$BENCH_AB_COUNTERS" "$c0" "$c1" | awk '{ n = (NF) / 3
+			for (i = 1; i <= n; i++) printf "; %s +%d", $i, $(2 * n + i) - $(n + i) }')
+	fi
 	row=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 5 { r = $0 } END { print r }')
-	echo "# $label $key: $row; kernel CPU $((t1 - t0)) ticks"
+	echo "# $label $key: $row; kernel CPU $((t1 - t0)) ticks$grown"
 	[ -n "$row" ] || return
 	no_figure "$label,$key" "$kind" "$row" "$out" && return
 	add_figure "$label,$key" "$kind" "$row" $((t1 - t0)) "$round"

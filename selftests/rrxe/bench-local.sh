@@ -67,19 +67,6 @@ work_counts() {
 CREDIT_COUNTERS="credit_holds recv_doorbells rnr_naks_rcvd"
 CREDIT_KEYS="holds doorbells rnrs"
 
-# counts NAMES: rrxe's values of the counters NAMES so far, in that order, on one line
-# (nothing on rdma_rxe, which has none of them): $dev's, or the sum over $count_devs.
-counts() {
-	local d
-	for d in ${count_devs:-$dev}; do
-		rdma statistic show link "$d/1" 2>/dev/null
-		echo
-	done | tr ' ' '\n' |
-		awk -v names="$1" 'BEGIN { n = split(names, want, " ") }
-			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] += v; seen = 1 } }
-			END { if (seen) { for (i = 1; i <= n; i++) printf "%.0f ", c[i]; print "" } }'
-}
-
 # perf KEY KIND PROG ARGS...: runs PROG's server and client on $dev (or, when set, the
 # client through the prefix cli_in on cli_dev and cli_gid, to dst, and the server as
 # start_server says); appends its figure to

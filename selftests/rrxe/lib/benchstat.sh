@@ -159,6 +159,19 @@ netns_pair() {
 	done
 }
 
+# counts NAMES: rrxe's values of the counters NAMES so far, in that order, on one line
+# (nothing on rdma_rxe, which has none of them): $dev's, or the sum over $count_devs.
+counts() {
+	local d
+	for d in ${count_devs:-$dev}; do
+		rdma statistic show link "$d/1" 2>/dev/null
+		echo
+	done | tr ' ' '\n' |
+		awk -v names="$1" 'BEGIN { n = split(names, want, " ") }
+			{ for (i = 1; i <= n; i++) if ($1 == want[i]) { getline v; c[i] += v; seen = 1 } }
+			END { if (seen) { for (i = 1; i <= n; i++) printf "%.0f ", c[i]; print "" } }'
+}
+
 pair_devices() {
 	local type=${1#rdma_} ca sa
 	modprobe "$1" || return
