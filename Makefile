@@ -24,6 +24,7 @@ kernel: deps
 	@scripts/kernel.sh build $(VARIANT) >/dev/null
 
 # The module is built against one kernel at a time: a build for the other variant starts clean.
+# RRXE_LAYOUT_PAD=1 builds the same code at other addresses, for `make bench-ab` (Kbuild).
 module: kernel
 	@if [ -f .module-kdir ] && [ "$$(cat .module-kdir)" != "$(KDIR)" ]; then $(KMAKE) clean >/dev/null; fi
 	@echo "$(KDIR)" > .module-kdir

@@ -24,7 +24,9 @@
 # build, the ratio to the first taken round by round (the two measured minutes apart, so a
 # slow spell of the host's that spans a round slows both) with the rounds in which it was
 # the faster: when a change makes no difference, each round is a coin's toss
-# (Documentation/rrxe/benchmarks.rst, *Comparing two builds*).
+# (Documentation/rrxe/benchmarks.rst, *Comparing two builds*). Under TCG the same code
+# at other addresses can move a figure by as much as a change does: compare the builds
+# made with `make module RRXE_LAYOUT_PAD=1` too.
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/gid.sh"

@@ -19,6 +19,8 @@ mod cq;
 mod device;
 mod glue;
 mod incarnation;
+#[cfg(rrxe_layout_pad)]
+mod layout_pad;
 mod mcast;
 mod memory;
 mod mr;
