@@ -117,7 +117,6 @@ void rrxe_skb_reset_network_header(struct sk_buff *skb);
 void rrxe_skb_reset_transport_header(struct sk_buff *skb);
 void rrxe_skb_dst_drop(struct sk_buff *skb);
 void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst);
-void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb, unsigned int segs);
 int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
 		struct dst_entry **dstp);
 int rrxe_route6(struct net *net, int oif, const u8 *saddr, const u8 *daddr,

@@ -666,15 +666,6 @@ void rrxe_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
 	skb_dst_set(skb, dst);
 }
 
-/*
- * Picks the IPv4 ID of the header at the skb's network header, reserving @segs IDs from it on:
- * the packets that may join the skb's train take the next ones (rrxe_skb_train_close()).
- */
-void rrxe_ip_select_ident(struct net *net, struct sk_buff *skb, unsigned int segs)
-{
-	__ip_select_ident(net, ip_hdr(skb), segs);
-}
-
 /* Route for an IPv4 RoCEv2 packet leaving through @oif; addresses in network order. */
 int rrxe_route4(struct net *net, int oif, const u8 *saddr, const u8 *daddr, u8 tos,
 		struct dst_entry **dstp)

@@ -1171,21 +1171,18 @@ fn route(netdev: &NetDevice, path: &TxPath) -> Result<(Dst, u32)> {
     Ok((dst, cookie))
 }
 
-/// The IPv4 ID of a packet [`build`] makes.
-#[derive(Clone, Copy)]
-enum IpId {
-    /// The kernel's generator's, with `segs` IDs reserved from it on: a train's first
-    /// packet's, whose followers take the next ones.
-    Select { segs: u32 },
-    /// This one: a train's follower's, the first's plus its place in the train, the ID
-    /// segmentation gives it (`rrxe_skb_train_close`).
-    Given(u16),
-}
-
 /// Builds the IP packet carrying `bth_to_icrc` (BTH through pad, then a 4-byte ICRC slot)
-/// on `path`, with IPv4 ID `id`, ICRC filled in, `data` at the IP header and the network and
-/// transport headers set.
-fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], id: IpId) -> Result<Skb> {
+/// on `path`, ICRC filled in, `data` at the IP header and the network and transport
+/// headers set.
+///
+/// Its IPv4 ID is `place`, the packet's place in its train (0 for a packet sent alone).
+/// RoCEv2 packets are sent with Don't Fragment, and the ID of a datagram that is never
+/// fragmented identifies nothing (RFC 6864: its source may set any value): Linux's own UDP
+/// sends one from an unconnected socket with ID 0 (`ip_select_ident_segs()`), and so does
+/// rrxe, sparing each packet the hash and the shared counter of the kernel's ID generator
+/// that rdma_rxe draws from. Splitting a train numbers its packets' IDs on from the
+/// first's, which these are (`inet_gso_segment()`), so the ICRC each was built with holds.
+fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], place: u16) -> Result<Skb> {
     if bth_to_icrc.len() < BTH_LEN + ICRC_LEN {
         return Err(EINVAL);
     }
@@ -1223,17 +1220,14 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], id: IpId) -> Res
     if let Some((s, d)) = v4 {
         let total = total16.to_be_bytes();
         let df = IP_DF.to_be_bytes();
-        let given = match id {
-            IpId::Given(id) => id.to_be_bytes(),
-            IpId::Select { .. } => [0, 0],
-        };
+        let id = place.to_be_bytes();
         let hdr: [u8; IPV4_HEADER_LEN] = [
             0x45,
             path.tclass,
             total[0],
             total[1],
-            given[0],
-            given[1],
+            id[0],
+            id[1],
             df[0],
             df[1],
             path.hop_limit,
@@ -1252,13 +1246,6 @@ fn build(netdev: &NetDevice, path: &TxPath, bth_to_icrc: &[u8], id: IpId) -> Res
         skb.push(IPV4_HEADER_LEN).copy_from_slice(&hdr);
         // SAFETY: we own the skb; data is at the IP header just pushed.
         unsafe { bindings::rrxe_skb_reset_network_header(skb.as_raw()) };
-        if let IpId::Select { segs } = id {
-            // SAFETY: we own the skb, its network header is set; the netdev is live.
-            unsafe {
-                let net = bindings::rrxe_dev_net(netdev.as_raw());
-                bindings::rrxe_ip_select_ident(net, skb.as_raw(), segs);
-            }
-        }
         protocol = bindings::RRXE_ETH_P_IP;
     } else {
         let payload = udp_len16.to_be_bytes();
@@ -1333,8 +1320,8 @@ fn try_transmit(
 ) -> Result {
     let len = bth_to_icrc.len();
     if let Some(train) = batch.train.as_mut().filter(|t| t.takes(netdev, path, len)) {
-        let id = train.first_id.wrapping_add(train.segs as u16);
-        let skb = build(netdev, path, bth_to_icrc, IpId::Given(id))?;
+        // `takes` keeps a train below TRAIN_MAX_SEGS packets: the place fits.
+        let skb = build(netdev, path, bth_to_icrc, train.segs as u16)?;
         train.add(skb, len);
         return Ok(());
     }
@@ -1344,8 +1331,7 @@ fn try_transmit(
     // A multicast datagram is looped back to local listeners by a clone sharing its
     // frag_list; a train's packets are unicast.
     let on_train = !path.dst.is_multicast();
-    let segs = if on_train { TRAIN_MAX_SEGS } else { 1 };
-    let skb = build(netdev, path, bth_to_icrc, IpId::Select { segs })?;
+    let skb = build(netdev, path, bth_to_icrc, 0)?;
     let dst = core::mem::ManuallyDrop::new(dst);
     // SAFETY: we own the skb and hand it our route reference.
     unsafe { bindings::rrxe_skb_dst_set(skb.as_raw(), dst.0.as_ptr()) };
@@ -1380,7 +1366,7 @@ fn local_out(netdev: &NetDevice, skb: Skb, v4: bool) -> Result {
     }
 }
 
-/// The most packets a train carries. Its first packet reserves as many IPv4 IDs.
+/// The most packets a train carries; their IPv4 IDs are their places in it ([`build`]).
 const TRAIN_MAX_SEGS: u32 = 64;
 
 /// The most bytes a train's IP datagram holds: within the 16-bit IP and UDP lengths its
@@ -1428,17 +1414,14 @@ struct Train {
     gso_size: usize,
     /// The datagram's IP length: one IP and UDP header and every packet's UDP payload.
     len: usize,
-    /// The head's IPv4 ID (IPv6: 0, unused).
-    first_id: u16,
 }
 
 impl Train {
     fn new(head: Skb, netdev: &NetDevice, path: &TxPath, len: usize) -> Self {
-        let (ip_len, first_id) = match head.linear_data() {
-            [_, _, _, _, a, b, ..] if path.src.is_v4() => {
-                (IPV4_HEADER_LEN, u16::from_be_bytes([*a, *b]))
-            }
-            _ => (IPV6_HEADER_LEN, 0),
+        let ip_len = if path.src.is_v4() {
+            IPV4_HEADER_LEN
+        } else {
+            IPV6_HEADER_LEN
         };
         Self {
             head,
@@ -1449,7 +1432,6 @@ impl Train {
             ended: false,
             gso_size: len,
             len: ip_len + UDP_HEADER_LEN + len,
-            first_id,
         }
     }
 
@@ -1463,8 +1445,8 @@ impl Train {
             && self.len + len <= TRAIN_MAX_LEN
     }
 
-    /// Puts `skb`, a `len`-byte packet [`takes`](Self::takes) admitted, built with the next
-    /// IPv4 ID, at the end of the train.
+    /// Puts `skb`, a `len`-byte packet [`takes`](Self::takes) admitted, built with its place
+    /// in the train as its IPv4 ID, at the end of the train.
     fn add(&mut self, skb: Skb, len: usize) {
         let skb = skb.into_raw();
         // SAFETY: we own both skbs: the head, whose frag_list ends at `tail` (empty if null),
