@@ -9,7 +9,7 @@
 //! *Comparing two builds*). Whether a difference between two commits follows their code or
 //! their layout shows in the same comparison made again with both built padded: rustc
 //! lays the crate's functions out in the order of their symbols, and this one's sorts
-//! first, so every other function moves by its size (some 2.3 KiB), no instruction of
+//! first, so every other function moves by its size (2,064 bytes), no instruction of
 //! theirs changed.
 
 /// Never called: kept for its symbol alone. Each step depends on the last through
