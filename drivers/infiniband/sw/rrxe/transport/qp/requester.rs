@@ -143,6 +143,10 @@ pub(super) struct Requester {
     /// to [`MAX_TIMEOUT_SHIFT`].
     pub(super) backoff: u8,
     pub(super) rnr_deadline: Option<u64>,
+    /// The PSN the last RNR NAK refused, until the sequence error NAK that
+    /// may follow it or a response that makes progress (see
+    /// `Requester::nak` in `completer.rs`).
+    pub(super) rnr_refused: Option<Psn>,
     /// Latest MSN and credits from the responder; `None` credits means the
     /// responder gives no credit information (unlimited).
     pub(super) msn: Msn,
@@ -226,6 +230,7 @@ impl Requester {
             ack_deadline: None,
             backoff: 0,
             rnr_deadline: None,
+            rnr_refused: None,
             msn: Msn::ZERO,
             // No credits until the responder reports some (IBA 9.7.7.2.4).
             credits: Some(0),
@@ -268,6 +273,7 @@ impl Requester {
             ack_deadline,
             backoff,
             rnr_deadline,
+            rnr_refused,
             msn,
             credits,
             credit_wait,
@@ -295,6 +301,7 @@ impl Requester {
         *ack_deadline = FRESH.ack_deadline;
         *backoff = FRESH.backoff;
         *rnr_deadline = FRESH.rnr_deadline;
+        *rnr_refused = FRESH.rnr_refused;
         *msn = FRESH.msn;
         *credits = FRESH.credits;
         *credit_wait = FRESH.credit_wait;
@@ -480,6 +487,7 @@ impl Requester {
         self.reload_counters(attrs);
         self.backoff = 0;
         self.rnr_deadline = None;
+        self.rnr_refused = None;
         self.go_back(now, attrs);
     }
 

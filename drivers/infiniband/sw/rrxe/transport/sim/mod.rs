@@ -541,6 +541,11 @@ impl Setup {
 /// A fault of the wires: true for each packet they lose.
 pub type WireFault = std::boxed::Box<dyn Fn(&Wire) -> bool>;
 
+/// Another implementation's habit: for a packet a node sent, the bytes of a
+/// packet that peer would send right after it (rdma_rxe follows its RNR
+/// NAK with a PSN sequence error NAK), delivered behind it, unimpaired.
+pub type FollowUp = std::boxed::Box<dyn Fn(&Wire, &[u8]) -> Option<Vec<u8>>>;
+
 /// A packet as it left a node, for tests that check what went on the wire.
 #[derive(Clone, Copy, Debug)]
 pub struct Wire {
@@ -579,6 +584,8 @@ pub struct Pair {
     /// A fault of the wires themselves (a link down, a dead path): a
     /// packet for which it returns true is lost, whatever the link's odds.
     pub wire_fault: Option<WireFault>,
+    /// See [`FollowUp`].
+    pub follow_up: Option<FollowUp>,
     flights: Vec<Flight>,
     seq: u64,
     /// Packets put on the wire by each node (before impairment).
@@ -666,6 +673,7 @@ impl Pair {
             links: [link; 2],
             alt_links: [link; 2],
             wire_fault: None,
+            follow_up: None,
             flights: Vec::new(),
             seq: 0,
             sent: [0; 2],
@@ -750,6 +758,16 @@ impl Pair {
                         to: 1 - from,
                         path,
                         bytes: bytes.clone(),
+                    });
+                }
+                if let Some(extra) = self.follow_up.as_ref().and_then(|f| f(&wire, &bytes)) {
+                    self.seq += 1;
+                    self.flights.push(Flight {
+                        at: departs + link.latency,
+                        seq: self.seq,
+                        to: 1 - from,
+                        path,
+                        bytes: extra,
                     });
                 }
             }

@@ -14,9 +14,11 @@ use std::string::String;
 
 /// Paths to the engine, kept in one place.
 mod crate_paths {
+    pub use super::super::super::headers::{Bth, Header};
     pub use super::super::super::qp::completion::{WcOpcode, WcStatus};
     pub use super::super::super::qp::wqe::{RemoteAddr, SendFlags, SendOpcode, UdDest};
     pub use super::super::super::qp::{QpType, TransportEvent};
+    pub use super::super::super::timer::RnrTimer;
 }
 
 /// One work request of a scenario.
@@ -526,6 +528,66 @@ fn rnr_then_receives_posted() {
         true,
     );
     check(&o, false).unwrap();
+}
+
+/// rdma_rxe answers a burst whose first Send finds no receive with an RNR
+/// NAK and then, for the next packet of the burst, a PSN sequence error NAK
+/// of the same PSN (its out-of-sequence flag is set by neither). That NAK
+/// reports the refusal again, not a loss: counted against the transport
+/// retry counter, it made a receiver that took longer than seven RNR
+/// periods to repost exhaust it (IBV_WC_RETRY_EXC_ERR), though rnr_retry 7
+/// asks the requester to wait for receives however long they take (IBA
+/// 9.7.5.2.8).
+#[test]
+fn sequence_nak_behind_an_rnr_nak_spends_no_retry() {
+    let mut setup = Setup::rc();
+    setup.rnr_retry = 7;
+    setup.retry_cnt = 2;
+    let mut p = Pair::connect(setup, 9, Link::PERFECT);
+    p.follow_up = Some(std::boxed::Box::new(|w: &Wire, bytes: &[u8]| {
+        matches!(w.aeth, Some((Syndrome::RnrNak(_), _))).then(|| {
+            let mut nak = bytes.to_vec();
+            nak[Bth::LEN] = Syndrome::Nak(NakCode::PsnSequenceError).to_byte();
+            nak
+        })
+    }));
+    let len = 3000;
+    for i in 0..3 {
+        let wqe = SendWqe {
+            wr_id: i,
+            opcode: SendOpcode::Send,
+            flags: SendFlags::SIGNALED,
+            length: len,
+            ..SendWqe::default()
+        };
+        p.nodes[A].post_send(wqe, vec![i as u8 + 1; len as usize]);
+    }
+    // B posts its receives after 40 of A's RNR waits.
+    let late = p.now + 40 * RnrTimer::from_bits(setup.min_rnr_timer).delay_ns();
+    p.alarms.push(late);
+    p.run_until(1_000_000, |p| p.now >= late);
+    let a = &p.nodes[A].stats;
+    assert_eq!(a.get(TransportEvent::RetryExceeded), 0, "{a:?}");
+    assert!(a.get(TransportEvent::RnrNakRcvd) >= 20, "{a:?}");
+    assert!(a.get(TransportEvent::SeqNakRcvd) >= 20, "{a:?}");
+    assert!(p.nodes[A].send_completions().is_empty());
+    for i in 0..3 {
+        p.nodes[B].post_recv(i, len);
+    }
+    p.run_until(1_000_000, |p| p.nodes[A].send_completions().len() == 3);
+    assert_eq!(
+        p.nodes[A].send_outcomes(),
+        vec![
+            (0, WcStatus::Success),
+            (1, WcStatus::Success),
+            (2, WcStatus::Success)
+        ]
+    );
+    let got = p.nodes[B].recv_completions();
+    assert_eq!(got.len(), 3);
+    assert!(got
+        .iter()
+        .all(|c| c.status == WcStatus::Success && c.byte_len == len));
 }
 
 /// Many seeds in a row, with statistics:
