@@ -52,9 +52,11 @@ step() { # name log command...
 # checks nested one level below (`# ok N ...`), and the checks of a helper program it runs as
 # a subtest one more level down, indented (`#   ok N ...`). Every result counts, a program's
 # or a subtest's as one more: one that died without a failing check still fails. Skips are
-# reported, not counted.
+# reported, not counted. A failed check's detail (the `#   ` lines tap.report writes after it,
+# at any level) follows its FAIL line, at most 20 lines: CI's output keeps only what make
+# check prints, and a failure that happened once must say why there.
 count_tap() { # file label
-	local file=$1 label=$2 line
+	local file=$1 label=$2 line detail=0
 	[ -f "$file" ] || {
 		record fail "$label: no output"
 		return
@@ -62,10 +64,19 @@ count_tap() { # file label
 	while IFS= read -r line; do
 		line=${line#\# }
 		line=${line#"${line%%[! ]*}"}
+		if ((detail > 0)) && [[ "$line" == "#   "* ]]; then
+			echo "      ${line#\#   }"
+			detail=$((detail - 1))
+			continue
+		fi
+		detail=0
 		case "$line" in
 		"ok "*"# SKIP"*) echo "SKIP: $label: ${line#ok }" ;;
 		"ok "*) record pass "$label: ${line#ok }" ;;
-		"not ok "*) record fail "$label: ${line#not ok }" ;;
+		"not ok "*)
+			record fail "$label: ${line#not ok }"
+			detail=20
+			;;
 		esac
 	done <"$file"
 }

@@ -334,11 +334,14 @@ def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY, batc
     b = peer("result")
     a = delta(a0, counters(side.dev), "credit_holds", "limited_probes", "rnr_naks_rcvd",
               "retransmitted_pkts", "sent_pkts", "ack_timeouts", "seq_naks_rcvd",
-              "duplicate_responses")
+              "duplicate_responses", "retry_exceeded", "rnr_retry_exceeded")
     ok = len(statuses) == n and all(s == WC_SUCCESS for s in statuses) and not b["errors"]
+    first_bad = next((i for i, s in enumerate(statuses) if s != WC_SUCCESS), None)
     report(ok, f"{name}: {n} Sends of {SIZE} B into {depth} receive(s) reposted after "
                f"{delay * 1000:g} ms arrive in order, data verified",
-           f"{len(statuses)} completed, statuses {sorted(set(statuses))}, B: {b['errors']}")
+           f"{len(statuses)} completed in {elapsed:.2f} s, statuses {sorted(set(statuses))} "
+           f"(first not successful: {first_bad}), B: {b['errors']}\nA: {a}\n"
+           f"B: {b['counters']}")
     fig = {"elapsed": elapsed, "a": a, "b": b["counters"], "qpn": mine["qpn"],
            "psn": mine["psn"], "peer_qpn": info["qpn"]}
     tap.diag(f"{name}: {elapsed:.2f} s; B sent {b['counters']['rnr_naks_sent']} RNR NAKs and "
