@@ -14,7 +14,8 @@ counters and the elapsed time; the wire checks decode the pcap of the VMs' wire
 (/run/results/wire.pcap, from QEMU's filter-dump) with selftests/rrxe/lib/roce_sniff.py.
 
 With `rxe`, side B runs rdma_rxe and only the slow-receiver round runs: a receiver that
-reports no credits, against which the transfer still completes, through RNR NAKs.
+reports no credits, against which the transfer still completes, through RNR NAKs; then
+again with B reposting SLOW_DELAY late, longer than A's seven retries of RNR waits last.
 
 With `librrxe`, side B's server runs through librrxe, the project's provider, and only the
 credits-on round runs: B's reposts, which the stock provider makes in its ring unseen until
@@ -55,6 +56,11 @@ from tap import report  # noqa: E402
 N = int(os.environ.get("CREDITS_N", "1000" if tap.SOAK else "300"))
 # rdma_rxe's round only shows the transfer completing: fewer messages do.
 N_RXE = int(os.environ.get("CREDITS_N_RXE", "300" if tap.SOAK else "100"))
+# Then a receiver slower than A's retry_cnt RNR periods: rdma_rxe follows each RNR NAK with
+# a PSN sequence error NAK of the same PSN, and before A stopped counting those against its
+# retry counter, a receiver reposting 20 ms late failed it (RETRY_EXC_ERR at the 5th of 30
+# Sends on release guests; 2 ms failed a CI run once, in a loaded host's stall).
+SLOW_N, SLOW_DELAY = 30, 0.05
 SIZE = 4096
 DEPTH = 2
 DELAY = 0.002
@@ -316,7 +322,11 @@ def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY, batc
     side.connect(info)
     side.mr.write(b"".join(message(i) for i in range(n)), n * SIZE, 0)
     a0 = counters(side.dev)
-    peer("run", n=n, depth=depth, delay=delay, wait=600, batch=batch)
+    # Both sides give up after this long: B waits for every message it was promised, so a
+    # round A has lost would otherwise hold the boot for B's whole wait. The slowest round
+    # measured, 1,000 Sends on debug guests with credits off, took 99 s.
+    wait = 120 + n // 2
+    peer("run", n=n, depth=depth, delay=delay, wait=wait, batch=batch)
     t0 = time.monotonic()
     for i in range(n):
         wr = SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1,
@@ -324,7 +334,7 @@ def slow_round(side, peer, name, credits, n, depth, srq=False, delay=DELAY, batc
         wr.send_flags = e.IBV_SEND_SIGNALED
         side.qp.post_send(wr)
     statuses = []
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + wait
     while len(statuses) < n:
         wc = side.poll_one(deadline)
         if wc is None:
@@ -404,6 +414,13 @@ def client(dev, gid_index, host, port, peer_kind):
                 report(vals and set(vals) == {roce_sniff.NO_CREDIT_INFO},
                        "... on the wire: its ACKs say \"no credit information\"",
                        f"credit codes {sorted(set(vals))}")
+            slow, _ = slow_round(side, peer, "rdma_rxe receiver, slower", None, SLOW_N, DEPTH,
+                                 delay=SLOW_DELAY)
+            a = slow["a"]
+            report(a["rnr_naks_rcvd"] >= SLOW_N and a["seq_naks_rcvd"] >= a["rnr_naks_rcvd"] // 2
+                   and a["retry_exceeded"] == 0,
+                   f"... {a['rnr_naks_rcvd']} RNR NAKs, {a['seq_naks_rcvd']} sequence error "
+                   f"NAKs behind them, and A's retry counter never ran out", str(a))
         else:
             on, on_pkts = slow_round(side, peer, "credits on", True, N, DEPTH)
             with open(STOCK_FIGURES, "w") as f:
