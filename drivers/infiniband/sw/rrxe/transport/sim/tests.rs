@@ -543,7 +543,19 @@ fn sequence_nak_behind_an_rnr_nak_spends_no_retry() {
     let mut setup = Setup::rc();
     setup.rnr_retry = 7;
     setup.retry_cnt = 2;
-    let mut p = Pair::connect(setup, 9, Link::PERFECT);
+    // B as rdma_rxe: no credits, so A sends its whole window at once.
+    let mut p = Pair::unconnected(setup, 9, Link::PERFECT);
+    p.nodes[B].qp.set_credit_reporting(false);
+    p.bring_up(setup);
+    // One Send into one receive first: its ACK tells A that B reports no
+    // credits, and A stops probing before each message.
+    p.nodes[B].post_recv(9, 16);
+    let first = SendWqe {
+        flags: SendFlags::SIGNALED,
+        ..SendWqe::default()
+    };
+    p.nodes[A].post_send(first, vec![]);
+    assert!(p.run_until(10_000, |p| p.nodes[A].send_completions().len() == 1));
     p.follow_up = Some(std::boxed::Box::new(|w: &Wire, bytes: &[u8]| {
         matches!(w.aeth, Some((Syndrome::RnrNak(_), _))).then(|| {
             let mut nak = bytes.to_vec();
@@ -552,7 +564,7 @@ fn sequence_nak_behind_an_rnr_nak_spends_no_retry() {
         })
     }));
     let len = 3000;
-    for i in 0..3 {
+    for i in 1..4 {
         let wqe = SendWqe {
             wr_id: i,
             opcode: SendOpcode::Send,
@@ -570,22 +582,18 @@ fn sequence_nak_behind_an_rnr_nak_spends_no_retry() {
     assert_eq!(a.get(TransportEvent::RetryExceeded), 0, "{a:?}");
     assert!(a.get(TransportEvent::RnrNakRcvd) >= 20, "{a:?}");
     assert!(a.get(TransportEvent::SeqNakRcvd) >= 20, "{a:?}");
-    assert!(p.nodes[A].send_completions().is_empty());
-    for i in 0..3 {
+    assert_eq!(p.nodes[A].send_completions().len(), 1);
+    for i in 1..4 {
         p.nodes[B].post_recv(i, len);
     }
-    p.run_until(1_000_000, |p| p.nodes[A].send_completions().len() == 3);
-    assert_eq!(
-        p.nodes[A].send_outcomes(),
-        vec![
-            (0, WcStatus::Success),
-            (1, WcStatus::Success),
-            (2, WcStatus::Success)
-        ]
-    );
+    p.run_until(1_000_000, |p| p.nodes[A].send_completions().len() == 4);
+    assert!(p.nodes[A]
+        .send_outcomes()
+        .iter()
+        .all(|&(_, s)| s == WcStatus::Success));
     let got = p.nodes[B].recv_completions();
-    assert_eq!(got.len(), 3);
-    assert!(got
+    assert_eq!(got.len(), 4);
+    assert!(got[1..]
         .iter()
         .all(|c| c.status == WcStatus::Success && c.byte_len == len));
 }
