@@ -148,11 +148,12 @@ impl Requester {
                 self.stats.count(TransportEvent::SeqNakRcvd);
                 // The requests behind one an RNR NAK refused are out of
                 // sequence at the responder until it goes again, and
-                // rdma_rxe NAKs the first of them so: that NAK repeats the
-                // refusal, which the RNR wait answers (IBA 9.7.5.2.8), and
-                // reports no loss. Counted, it spent a retry per RNR NAK, and
-                // a receiver slower than retry_cnt RNR periods to post a
-                // receive failed a QP whose rnr_retry of 7 waits forever.
+                // rdma_rxe sends this NAK for the first of them: it repeats
+                // the refusal, which the RNR wait answers (IBA 9.7.5.2.8),
+                // and reports no loss. Counted, it spent a retry per RNR
+                // NAK, and a receiver slower than retry_cnt RNR periods to
+                // post a receive failed a QP whose rnr_retry of 7 waits
+                // forever.
                 if self.rnr_refused.take() == Some(self.una) {
                     return Ok(());
                 }

@@ -532,7 +532,8 @@ fn rnr_then_receives_posted() {
 
 /// rdma_rxe answers a burst whose first Send finds no receive with an RNR
 /// NAK and then, for the next packet of the burst, a PSN sequence error NAK
-/// of the same PSN (its out-of-sequence flag is set by neither). That NAK
+/// of the same PSN (the RNR NAK does not set the flag that keeps it to one
+/// NAK per gap). That NAK
 /// reports the refusal again, not a loss: counted against the transport
 /// retry counter, it made a receiver that took longer than seven RNR
 /// periods to repost exhaust it (IBV_WC_RETRY_EXC_ERR), though rnr_retry 7
