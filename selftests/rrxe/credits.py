@@ -59,7 +59,9 @@ N_RXE = int(os.environ.get("CREDITS_N_RXE", "300" if tap.SOAK else "100"))
 # Then a receiver slower than A's retry_cnt RNR periods: rdma_rxe follows each RNR NAK with
 # a PSN sequence error NAK of the same PSN, and before A stopped counting those against its
 # retry counter, a receiver reposting 20 ms late failed it (RETRY_EXC_ERR at the 5th of 30
-# Sends on release guests; 2 ms failed a CI run once, in a loaded host's stall).
+# Sends on release guests; 2 ms failed a CI run once, in a loaded host's stall). Release
+# guests draw 6 to 8 RNR NAKs a Send at 50 ms; debug guests, whose RNR period (a window
+# resent and dropped) lasts about the delay, about one, and so do not tell the two apart.
 SLOW_N, SLOW_DELAY = 30, 0.05
 SIZE = 4096
 DEPTH = 2
@@ -417,7 +419,7 @@ def client(dev, gid_index, host, port, peer_kind):
             slow, _ = slow_round(side, peer, "rdma_rxe receiver, slower", None, SLOW_N, DEPTH,
                                  delay=SLOW_DELAY)
             a = slow["a"]
-            report(a["rnr_naks_rcvd"] >= SLOW_N and a["seq_naks_rcvd"] >= a["rnr_naks_rcvd"] // 2
+            report(a["rnr_naks_rcvd"] > 0 and a["seq_naks_rcvd"] >= a["rnr_naks_rcvd"] // 2
                    and a["retry_exceeded"] == 0,
                    f"... {a['rnr_naks_rcvd']} RNR NAKs, {a['seq_naks_rcvd']} sequence error "
                    f"NAKs behind them, and A's retry counter never ran out", str(a))
