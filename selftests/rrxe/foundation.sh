@@ -72,13 +72,15 @@ check "GID for 2001:db8:7::1 goes away" wait_for 5 unlisted_gid rrxe0 2001:db8:7
 check "port ACTIVE while eth0 is up with carrier" state_is rrxe0 ACTIVE
 ibv_asyncwatch -d rrxe0 >/tmp/async.txt 2>&1 &
 watch_pid=$!
-sleep 1
+# It prints its async event FD once its context is open (line-buffered): an event before
+# that reaches no file of its. A fixed second was once too short for a debug guest.
+wait_for 20 grep -q 'async event FD' /tmp/async.txt
 ip link set eth0 down
 check "port DOWN after ip link set down" wait_for 5 state_is rrxe0 DOWN
 check "phys_state Disabled when administratively down" grep -q 'Disabled' "$SYS/rrxe0/ports/1/phys_state"
 ip link set eth0 up
 check "port ACTIVE again after ip link set up" wait_for 10 state_is rrxe0 ACTIVE
-sleep 1
+wait_for 10 grep -q 'IBV_EVENT_PORT_ACTIVE' /tmp/async.txt
 kill $watch_pid 2>/dev/null
 wait $watch_pid 2>/dev/null
 check "IBV_EVENT_PORT_ERR delivered to userspace" grep -q 'IBV_EVENT_PORT_ERR' /tmp/async.txt
