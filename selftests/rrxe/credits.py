@@ -60,7 +60,7 @@ N_RXE = int(os.environ.get("CREDITS_N_RXE", "300" if tap.SOAK else "100"))
 # a PSN sequence error NAK of the same PSN, and before A stopped counting those against its
 # retry counter, a receiver reposting 20 ms late failed it (RETRY_EXC_ERR at the 5th of 30
 # Sends on release guests; 2 ms failed a CI run once, in a loaded host's stall). Release
-# guests draw 6 to 8 RNR NAKs a Send at 50 ms; debug guests, whose RNR period (a window
+# guests draw 4 to 8 RNR NAKs a Send at 50 ms; debug guests, whose RNR period (a window
 # resent and dropped) lasts about the delay, about one, and so do not tell the two apart.
 SLOW_N, SLOW_DELAY = 30, 0.05
 SIZE = 4096
